@@ -1,0 +1,140 @@
+"""Data loading, the document-level hold-out split and a Python WordPiece tokenizer that
+matches the tokenizer.json lexembed ships (BertNormalizer + BertPreTokenizer + WordPiece)."""
+import gzip
+import hashlib
+import json
+import os
+import re
+import unicodedata
+
+FILES = {
+    "canada-sections": "canada-sections.jsonl.gz",
+    "canada-long-titles": "canada-long-titles.jsonl.gz",
+    "dc-code": "dc-code.jsonl.gz",
+    "cfpb": "cfpb.jsonl.gz",
+}
+
+
+def split_group(subset, doc):
+    """The unit held out together: a Canadian act/regulation, a DC Code title, a CFR part."""
+    if subset == "dc-code":
+        return "/".join(doc.split("/")[:2])  # dc-code/<title>
+    return doc
+
+
+def is_held_out(subset, doc, percent=10):
+    group = split_group(subset, doc)
+    # DC has only 50 titles: hold out by title so whole documents stay out of training.
+    h = int(hashlib.sha1(("lexembed-eval:" + group).encode("utf-8")).hexdigest()[:8], 16)
+    return h % 100 < percent
+
+
+def load_pairs(data_dir):
+    """Yields (subset, query, text, doc) in file order."""
+    for subset, name in FILES.items():
+        with gzip.open(os.path.join(data_dir, name), "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                yield subset, row["query"], row["text"], row["doc"]
+
+
+def split_pairs(data_dir):
+    train, held_out = [], []
+    for subset, query, text, doc in load_pairs(data_dir):
+        (held_out if is_held_out(subset, doc) else train).append((subset, query, text, doc))
+    return train, held_out
+
+
+_PUNCT_RE = None
+
+
+def _is_punctuation(ch):
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def normalize(text):
+    """BertNormalizer(clean_text, handle_chinese_chars, lowercase, strip_accents=None→follow lowercase)."""
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if cp == 0 or cp == 0xFFFD or (unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\t\n\r"):
+            continue
+        if ch in "\t\n\r" or unicodedata.category(ch) == "Zs":
+            out.append(" ")
+        elif (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF or
+              0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F):
+            out.append(" " + ch + " ")
+        else:
+            out.append(ch)
+    text = "".join(out).lower()
+    text = unicodedata.normalize("NFD", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
+
+
+def pre_tokenize(text):
+    """BertPreTokenizer: split on whitespace, and each punctuation character is its own word."""
+    words = []
+    for chunk in text.split():
+        cur = []
+        for ch in chunk:
+            if _is_punctuation(ch):
+                if cur:
+                    words.append("".join(cur))
+                    cur = []
+                words.append(ch)
+            else:
+                cur.append(ch)
+        if cur:
+            words.append("".join(cur))
+    return words
+
+
+class WordPiece:
+    def __init__(self, vocab, max_chars=100):
+        self.vocab = vocab
+        self.ids = {p: i for i, p in enumerate(vocab)}
+        self.unk = self.ids["[UNK]"]
+        self.cls = self.ids["[CLS]"]
+        self.sep = self.ids["[SEP]"]
+        self.max_chars = max_chars
+        self.cache = {}
+
+    def word_ids(self, word):
+        hit = self.cache.get(word)
+        if hit is not None:
+            return hit
+        if len(word) > self.max_chars:
+            ids = [self.unk]
+        else:
+            ids, start = [], 0
+            while start < len(word):
+                end, found = len(word), None
+                while start < end:
+                    piece = word[start:end] if start == 0 else "##" + word[start:end]
+                    if piece in self.ids:
+                        found = self.ids[piece]
+                        break
+                    end -= 1
+                if found is None:
+                    ids = [self.unk]
+                    break
+                ids.append(found)
+                start = end
+        if len(self.cache) < 2_000_000:
+            self.cache[word] = ids
+        return ids
+
+    def encode(self, text, max_tokens=None):
+        """Ids with [CLS] … [SEP]; truncation keeps the final [SEP] (as lexembed's drop_end does)."""
+        ids = [self.cls]
+        limit = None if max_tokens is None else max_tokens - 1
+        for word in pre_tokenize(normalize(text)):
+            ids.extend(self.word_ids(word))
+            if limit is not None and len(ids) >= limit:
+                ids = ids[:limit]
+                break
+        ids.append(self.sep)
+        return ids

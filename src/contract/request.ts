@@ -1,0 +1,130 @@
+// The embedding request of spec 2.1 with every rule of sections 2.1 and 8, as a zod schema
+// plus one pure validation function that returns the parsed request or a problem.
+import { z } from 'zod';
+import { problem, type Problem } from './problems.ts';
+
+export const DEFAULT_MODEL_NAME = 'legal-2-embedder';
+export const MAX_TEXTS_PER_REQUEST = 128;
+export const TASKS = ['retrieval/query', 'retrieval/document'] as const;
+export const OVERFLOW_STRATEGIES = ['drop_end'] as const;
+export const REQUEST_FIELDS = ['model', 'texts', 'task', 'overflow_strategy', 'dimensions'] as const;
+
+export type Task = (typeof TASKS)[number];
+
+/** What the served model supports; the request rules that depend on the model read it. */
+export interface ModelCapabilities {
+  readonly modelName: string;
+  readonly maxDimensions: number;
+  readonly tasks: readonly Task[];
+}
+
+const required = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : what);
+
+const TextSchema = z
+  .string({ error: required('must be a string') })
+  .refine((s) => /\S/u.test(s), { error: 'must contain at least one non-whitespace character' });
+
+const TextsSchema = z.union(
+  [
+    TextSchema,
+    z
+      .array(TextSchema)
+      .min(1, { error: 'must hold at least 1 text' })
+      .max(MAX_TEXTS_PER_REQUEST, { error: `must hold at most ${MAX_TEXTS_PER_REQUEST} texts` }),
+  ],
+  { error: required(`must be a string or an array of 1 to ${MAX_TEXTS_PER_REQUEST} strings`) },
+);
+
+/** Builds the request schema for a served model name (the wire rule is `model` = that name). */
+export function createEmbeddingRequestSchema(modelName: string = DEFAULT_MODEL_NAME) {
+  return z.strictObject(
+    {
+      model: z.literal(modelName, { error: required(`must be "${modelName}"`) }),
+      texts: TextsSchema,
+      task: z.enum(TASKS, { error: `must be one of ${TASKS.map((t) => `"${t}"`).join(', ')} or null` }).nullable().default(null),
+      overflow_strategy: z
+        .enum(OVERFLOW_STRATEGIES, { error: 'must be "drop_end" or null' })
+        .nullable()
+        .default('drop_end'),
+      dimensions: z
+        .number({ error: 'must be an integer of at least 1, or null' })
+        .int({ error: 'must be an integer of at least 1, or null' })
+        .min(1, { error: 'must be an integer of at least 1, or null' })
+        .nullable()
+        .default(null),
+    },
+    { error: 'must be a JSON object' },
+  );
+}
+
+export const EmbeddingRequestSchema = createEmbeddingRequestSchema();
+/** The request as sent on the wire (defaults optional). */
+export type EmbeddingRequestInput = z.input<typeof EmbeddingRequestSchema>;
+/** The request after validation, defaults filled in. */
+export type EmbeddingRequest = z.output<typeof EmbeddingRequestSchema>;
+
+export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: Problem };
+
+/**
+ * Validates a decoded JSON body against spec 2.1 for the served model.
+ * @example validateEmbeddingRequest({ model: 'legal-2-embedder', texts: 'Lease' }, caps)
+ */
+export function validateEmbeddingRequest(body: unknown, caps: ModelCapabilities): Result<EmbeddingRequest> {
+  const parsed = schemaFor(caps.modelName).safeParse(body);
+  if (!parsed.success) return { ok: false, problem: problem('validation', formatIssues(parsed.error.issues)) };
+  const request = parsed.data as EmbeddingRequest;
+  if (request.dimensions !== null && request.dimensions > caps.maxDimensions) {
+    return {
+      ok: false,
+      problem: problem(
+        'unsupportedDimension',
+        `dimensions ${request.dimensions} exceeds the maximum of ${caps.maxDimensions} for model "${caps.modelName}"; ` +
+          `pass an integer from 1 to ${caps.maxDimensions}, or null for the default`,
+      ),
+    };
+  }
+  if (request.task !== null && !caps.tasks.includes(request.task)) {
+    const allowed = caps.tasks.length ? caps.tasks.map((t) => `"${t}"`).join(', ') + ' or null' : 'only null';
+    return {
+      ok: false,
+      problem: problem('unsupportedTask', `task "${request.task}" is not supported by model "${caps.modelName}"; allowed: ${allowed}`),
+    };
+  }
+  return { ok: true, value: request };
+}
+
+/** The texts of a request as an array, in input order. */
+export function textsOf(request: Pick<EmbeddingRequest, 'texts'>): string[] {
+  return typeof request.texts === 'string' ? [request.texts] : request.texts;
+}
+
+const schemaCache = new Map<string, ReturnType<typeof createEmbeddingRequestSchema>>();
+function schemaFor(modelName: string) {
+  let schema = schemaCache.get(modelName);
+  if (!schema) schemaCache.set(modelName, (schema = createEmbeddingRequestSchema(modelName)));
+  return schema;
+}
+
+/** One place that turns zod issues into a `detail` sentence, e.g. `texts[3] must contain …`. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): string {
+  return issues.map((issue) => formatIssue(issue, prefix)).join('; ');
+}
+
+function formatIssue(issue: z.core.$ZodIssue, prefix: PropertyKey[]): string {
+  const path = [...prefix, ...issue.path];
+  if (issue.code === 'unrecognized_keys') {
+    const where = path.length ? `${formatPath(path)} has` : 'the request has';
+    const names = issue.keys.map((k) => `"${k}"`).join(', ');
+    return `${where} unknown field${issue.keys.length > 1 ? 's' : ''} ${names}; allowed fields are ${REQUEST_FIELDS.join(', ')}`;
+  }
+  if (issue.code === 'invalid_union') {
+    // Report the branch that got past the type check (e.g. an array with one bad element).
+    const deeper = issue.errors.find((branch) => branch.length > 0 && branch.every((i) => i.path.length > 0 || i.code !== 'invalid_type'));
+    if (deeper) return formatIssues(deeper, path);
+  }
+  return path.length ? `${formatPath(path)} ${issue.message}` : `the request body ${issue.message}`;
+}
+
+function formatPath(path: PropertyKey[]): string {
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
+}

@@ -1,0 +1,27 @@
+// The embedding response of spec 2.2–2.4.
+import { z } from 'zod';
+
+export const EmbeddingSchema = z.object({
+  index: z.number().int().min(0),
+  embedding: z.array(z.number()),
+});
+
+export const EmbeddingUsageSchema = z.object({
+  input_tokens: z.number().int().min(1),
+});
+
+export const EmbeddingResponseSchema = z.object({
+  embeddings: z.array(EmbeddingSchema),
+  usage: EmbeddingUsageSchema,
+});
+
+export type Embedding = z.infer<typeof EmbeddingSchema>;
+export type EmbeddingResponse = z.infer<typeof EmbeddingResponseSchema>;
+
+/** Builds the response: `embeddings[i].index` is the input position of vector i. */
+export function buildEmbeddingResponse(vectors: readonly ArrayLike<number>[], inputTokens: number): EmbeddingResponse {
+  return {
+    embeddings: vectors.map((v, index) => ({ index, embedding: Array.from(v) })),
+    usage: { input_tokens: inputTokens },
+  };
+}

@@ -1,0 +1,32 @@
+// The lexembed settings file (`lexembed.json`) every model folder carries, as a schema.
+import { z } from 'zod';
+import { DEFAULT_MODEL_NAME, TASKS } from '../contract/request.ts';
+
+export const SETTINGS_FILE = 'lexembed.json';
+
+export const ModelSettingsSchema = z
+  .object({
+    name: z.string().min(1).default(DEFAULT_MODEL_NAME),
+    description: z.string().optional(),
+    max_input_tokens: z.number().int().min(2),
+    pooling: z.enum(['mean', 'cls']).default('mean'),
+    dimensions: z
+      .object({ default: z.number().int().min(1), max: z.number().int().min(1), matryoshka: z.array(z.number().int().min(1)).optional() })
+      .refine((d) => d.default <= d.max, { error: 'default must not exceed max' }),
+    prompts: z
+      .object({ 'retrieval/query': z.string().nullable().default(null), 'retrieval/document': z.string().nullable().default(null) })
+      .default({ 'retrieval/query': null, 'retrieval/document': null }),
+    tasks: z.array(z.enum(TASKS)).default([...TASKS]),
+    dtype: z.enum(['fp32', 'fp16', 'q8']).default('fp32'),
+  })
+  .loose();
+
+export type ModelSettings = z.output<typeof ModelSettingsSchema>;
+
+/** Parses a settings object, or says in one sentence which field is wrong. */
+export function parseModelSettings(raw: unknown, where: string): ModelSettings {
+  const parsed = ModelSettingsSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const why = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+  throw new Error(`invalid model settings in ${where}: ${why}`);
+}

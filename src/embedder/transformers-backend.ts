@@ -1,0 +1,70 @@
+// The EmbeddingBackend over transformers.js (onnxruntime-node on Node, onnxruntime-web in
+// browsers and at the edge). Remote models are always disabled: files come from the caller.
+import { AutoModel, AutoTokenizer, Tensor, env } from '@huggingface/transformers';
+import type { ModelSettings } from './settings.ts';
+import type { EmbeddingBackend } from './types.ts';
+
+export interface TransformersBackendOptions {
+  /** Folder name of the model under `localModelPath`. */
+  readonly modelId: string;
+  /** Path or URL path under which model folders live, ending in `/`. */
+  readonly localModelPath: string;
+  readonly settings: ModelSettings;
+  /** transformers.js device, e.g. 'cpu' (onnxruntime-node), 'wasm', 'webgpu'. */
+  readonly device?: string;
+  readonly intraOpNumThreads?: number;
+}
+
+export async function createTransformersBackend(options: TransformersBackendOptions): Promise<EmbeddingBackend> {
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.localModelPath = options.localModelPath;
+  const device = options.device ?? 'cpu';
+  const tokenizer = await AutoTokenizer.from_pretrained(options.modelId);
+  const model = await AutoModel.from_pretrained(options.modelId, {
+    dtype: options.settings.dtype,
+    device: device as 'cpu',
+    session_options: options.intraOpNumThreads ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 } : undefined,
+  });
+  const inputNames: string[] = (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model.inputNames;
+  const pooling = options.settings.pooling;
+
+  return {
+    name: `transformers.js (${device})`,
+    encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
+    async run(batch) {
+      const width = Math.max(...batch.map((s) => s.length));
+      const ids = new BigInt64Array(batch.length * width);
+      const mask = new BigInt64Array(batch.length * width);
+      batch.forEach((seq, row) => seq.forEach((id, col) => ((ids[row * width + col] = BigInt(id)), (mask[row * width + col] = 1n))));
+      const dims = [batch.length, width];
+      const feeds: Record<string, Tensor> = {
+        input_ids: new Tensor('int64', ids, dims),
+        attention_mask: new Tensor('int64', mask, dims),
+        token_type_ids: new Tensor('int64', new BigInt64Array(batch.length * width), dims),
+      };
+      const output = await model(Object.fromEntries(inputNames.map((n) => [n, feeds[n]])));
+      const hidden = output.last_hidden_state as Tensor;
+      const data = hidden.data as Float32Array;
+      const size = hidden.dims[2];
+      const vectors = batch.map((seq, row) => pool(data, row, width, size, seq.length, pooling));
+      hidden.dispose?.();
+      return vectors;
+    },
+    async dispose() {
+      await model.dispose();
+    },
+  };
+}
+
+function pool(data: Float32Array, row: number, width: number, size: number, length: number, pooling: 'mean' | 'cls'): Float32Array {
+  const out = new Float32Array(size);
+  const base = row * width * size;
+  const count = pooling === 'cls' ? 1 : length;
+  for (let t = 0; t < count; t++) {
+    const offset = base + t * size;
+    for (let k = 0; k < size; k++) out[k] += data[offset + k];
+  }
+  for (let k = 0; k < size; k++) out[k] /= count;
+  return out;
+}

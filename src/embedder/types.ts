@@ -1,0 +1,35 @@
+// The Embedder interface the HTTP app and the CLI talk to, and the backend seam beneath it.
+import type { ModelCapabilities, Result, Task } from '../contract/index.ts';
+import type { ModelSettings } from './settings.ts';
+
+export interface EmbedInput {
+  readonly texts: readonly string[];
+  readonly task: Task | null;
+  readonly overflowStrategy: 'drop_end' | null;
+  readonly dimensions: number | null;
+}
+
+export interface EmbedOutput {
+  /** Unit-norm vectors in input order. */
+  readonly vectors: Float32Array[];
+  /** Tokens fed to the model: prompt and special tokens included, after truncation. */
+  readonly inputTokens: number;
+}
+
+export interface Embedder extends ModelCapabilities {
+  readonly settings: ModelSettings;
+  /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
+  readonly backendName: string;
+  embed(input: EmbedInput): Promise<Result<EmbedOutput>>;
+  dispose(): Promise<void>;
+}
+
+/** What a model runtime must provide: tokenise, and run pooled batches. */
+export interface EmbeddingBackend {
+  readonly name: string;
+  /** Token ids with special tokens, untruncated. */
+  encode(text: string): number[];
+  /** Pooled (not yet normalised) vectors, one per sequence, full model width. */
+  run(batch: readonly (readonly number[])[]): Promise<Float32Array[]>;
+  dispose(): Promise<void>;
+}

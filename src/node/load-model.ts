@@ -1,0 +1,51 @@
+// Loads a model folder from disk into an Embedder on onnxruntime-node.
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createEmbedder } from '../embedder/embedder.ts';
+import { SETTINGS_FILE, parseModelSettings } from '../embedder/settings.ts';
+import { createTransformersBackend } from '../embedder/transformers-backend.ts';
+import type { Embedder } from '../embedder/types.ts';
+
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The model `npm start` serves when no --model is given. */
+export const BUNDLED_MODEL_DIR = join(PROJECT_ROOT, 'models', 'legal-2-embedder');
+/** Tiny random-weight BERT for tests that need a transformer graph quickly. */
+export const TEST_MODEL_DIR = join(PROJECT_ROOT, 'models', 'test-tiny');
+
+export interface LoadModelOptions {
+  /** Overrides the API model name from the settings file. */
+  readonly modelName?: string;
+  readonly threads?: number;
+}
+
+/** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
+export async function loadModelFolder(dir: string, options: LoadModelOptions = {}): Promise<Embedder> {
+  const folder = resolve(dir);
+  const settingsPath = join(folder, SETTINGS_FILE);
+  for (const required of ['config.json', 'tokenizer.json', join('onnx', 'model.onnx')]) {
+    if (!existsSync(join(folder, required))) {
+      throw new Error(`model folder ${folder} has no ${required}; a model folder needs config.json, tokenizer.json, onnx/model.onnx and ${SETTINGS_FILE}`);
+    }
+  }
+  if (!existsSync(settingsPath)) {
+    throw new Error(`model folder ${folder} has no ${SETTINGS_FILE}; write one with max_input_tokens and dimensions (see README "Model folders")`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(settingsPath, 'utf8'));
+  } catch (error) {
+    throw new Error(`${settingsPath} is not valid JSON: ${(error as Error).message}`);
+  }
+  const settings = parseModelSettings(raw, settingsPath);
+  if (options.modelName) settings.name = options.modelName;
+  const backend = await createTransformersBackend({
+    modelId: basename(folder),
+    localModelPath: dirname(folder) + '/',
+    settings,
+    device: 'cpu',
+    intraOpNumThreads: options.threads ?? availableParallelism(),
+  });
+  return createEmbedder(settings, backend);
+}

@@ -1,0 +1,16 @@
+// The contract stays pure: it imports only zod and its own modules (no Hono, transformers.js, node:*).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+
+const dir = join(import.meta.dirname, '../../src/contract');
+
+it('src/contract imports only zod and sibling modules', () => {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
+  expect(files.length).toBeGreaterThan(2);
+  for (const file of files) {
+    const source = readFileSync(join(dir, file), 'utf8');
+    const specifiers = [...source.matchAll(/(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1] ?? m[2]);
+    for (const s of specifiers) expect(s === 'zod' || /^\.\/[\w-]+\.ts$/.test(s), `${file} imports ${s}`).toBe(true);
+  }
+});

@@ -1,0 +1,100 @@
+// The real Node server (the `lexembed serve` process) on a free port, called over HTTP.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_MODEL_DIR, PROJECT_ROOT } from '../../src/node/load-model.ts';
+
+const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
+
+export async function startCli(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+    child.stdout!.on('data', () => {
+      const m = /model .* loaded/.test(output) && /listening on (http:\/\/\S+)/.exec(output);
+      if (m) (clearTimeout(timer), resolve(m[1]));
+    });
+  });
+  return { child, url, output: () => output };
+}
+
+describe('lexembed serve', () => {
+  let server: Awaited<ReturnType<typeof startCli>>;
+  beforeAll(async () => void (server = await startCli(['--model', TEST_MODEL_DIR, '--max-body-bytes', '2048'])));
+  afterAll(() => void server?.child.kill('SIGTERM'));
+
+  it('answers /health and POST /v1/embeddings over HTTP', async () => {
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    const res = await fetch(`${server.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'legal-2-embedder', texts: ['The lessee shall pay rent.', 'Severability'], dimensions: 16 }),
+    });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.embeddings.map((e: { index: number; embedding: number[] }) => [e.index, e.embedding.length])).toEqual([[0, 16], [1, 16]]);
+    expect(body.usage.input_tokens).toBeGreaterThan(4);
+  });
+
+  it('refuses a chunked body over the limit with 413 without reading it all', async () => {
+    const { status, contentType } = await new Promise<{ status: number; contentType: string }>((resolve, reject) => {
+      const req = httpRequest(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+        res.resume();
+        resolve({ status: res.statusCode!, contentType: String(res.headers['content-type']) });
+        req.destroy();
+      });
+      req.on('error', (e) => ((e as NodeJS.ErrnoException).code === 'ECONNRESET' || (e as NodeJS.ErrnoException).code === 'EPIPE' ? undefined : reject(e)));
+      const chunk = 'x'.repeat(1024);
+      let sent = 0;
+      const write = () => {
+        while (sent < 1000 && req.write(chunk)) sent++;
+        if (sent < 1000 && !req.destroyed) req.once('drain', write);
+      };
+      write();
+    });
+    expect(status).toBe(413);
+    expect(contentType).toBe('application/problem+json');
+  });
+
+  it('stops on SIGTERM', async () => {
+    const exited = new Promise<number | null>((r) => server.child.once('exit', r));
+    server.child.kill('SIGTERM');
+    const code = await exited;
+    expect(code, server.output()).toBe(0);
+    expect(server.output()).toContain('SIGTERM');
+  });
+});
+
+describe('lexembed CLI errors', () => {
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      child.on('exit', (code) => resolve({ code, out }));
+    });
+
+  it('--help lists every option with its environment variable and default', async () => {
+    const { code, out } = await run(['serve', '--help']);
+    expect(code).toBe(0);
+    for (const s of ['--port', 'PORT', 'default: 8080', '--host', '--model', '--max-body-bytes', '--docs-url']) expect(out).toContain(s);
+  });
+
+  it('an invalid value stops start-up naming the option', async () => {
+    const { code, out } = await run(['serve', '--port', 'eighty']);
+    expect(code).toBe(2);
+    expect(out).toContain('--port (PORT) must be an integer from 0 to 65535; got "eighty"');
+  });
+
+  it('a model folder without lexembed.json fails with a clear message', async () => {
+    const { code, out } = await run(['serve', '--port', '0', '--model', join(PROJECT_ROOT, 'tests')]);
+    expect(code).toBe(1);
+    expect(out).toMatch(/model folder .* has no config\.json/);
+  });
+});
