@@ -3,6 +3,6 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('../src/cli.ts');
+const { main } = await import('../src/cli/index.ts');
 // Exit explicitly: onnxruntime's thread pool must not keep a finished command alive.
 process.exit(await main(process.argv.slice(2)));

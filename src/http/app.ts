@@ -13,7 +13,8 @@ import { renderErrorsPage } from './errors-page.ts';
 import { problemResponse } from './problem-response.ts';
 import { readJsonBody } from './read-body.ts';
 
-export type Resource = 'embeddings';
+export type { Resource } from '../auth/records.ts';
+import type { Resource } from '../auth/records.ts';
 
 /** The authentication seam: return a problem to refuse, null to allow. */
 export type Authenticate = (request: { authorization: string | null; resource: Resource }) => Problem | null | Promise<Problem | null>;

@@ -1,31 +1,14 @@
 // The real Node server (the `lexembed serve` process) on a free port, called over HTTP.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_MODEL_DIR, PROJECT_ROOT } from '../../src/node/load-model.ts';
-
-const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
-
-export async function startCli(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
-    child.stdout!.on('data', () => {
-      const m = /model .* loaded/.test(output) && /listening on (http:\/\/\S+)/.exec(output);
-      if (m) (clearTimeout(timer), resolve(m[1]));
-    });
-  });
-  return { child, url, output: () => output };
-}
+import { CLI, startServe } from '../support/cli.ts';
 
 describe('lexembed serve', () => {
-  let server: Awaited<ReturnType<typeof startCli>>;
-  beforeAll(async () => void (server = await startCli(['--model', TEST_MODEL_DIR, '--max-body-bytes', '2048'])));
+  let server: Awaited<ReturnType<typeof startServe>>;
+  beforeAll(async () => void (server = await startServe(['--no-auth', '--model', TEST_MODEL_DIR, '--max-body-bytes', '2048'])));
   afterAll(() => void server?.child.kill('SIGTERM'));
 
   it('answers /health and POST /v1/embeddings over HTTP', async () => {
@@ -61,6 +44,10 @@ describe('lexembed serve', () => {
     expect(contentType).toBe('application/problem+json');
   });
 
+  it('warns loudly that authentication is off', () => {
+    expect(server.output()).toContain('WARNING: authentication is OFF (--no-auth)');
+  });
+
   it('stops on SIGTERM', async () => {
     const exited = new Promise<number | null>((r) => server.child.once('exit', r));
     server.child.kill('SIGTERM');
@@ -93,7 +80,7 @@ describe('lexembed CLI errors', () => {
   });
 
   it('a model folder without lexembed.json fails with a clear message', async () => {
-    const { code, out } = await run(['serve', '--port', '0', '--model', join(PROJECT_ROOT, 'tests')]);
+    const { code, out } = await run(['serve', '--no-auth', '--port', '0', '--model', join(PROJECT_ROOT, 'tests')]);
     expect(code).toBe(1);
     expect(out).toMatch(/model folder .* has no config\.json/);
   });

@@ -1,0 +1,63 @@
+// A Redis key store, so several server replicas share keys and account states.
+import { Redis } from 'ioredis';
+import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from './records.ts';
+import type { KeyStore } from './store.ts';
+
+export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore {
+  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  redis.on('error', () => {}); // surfaced through rejected commands instead
+  const k = {
+    byHash: (hash: string) => `${prefix}key:hash:${hash}`,
+    byId: (id: string) => `${prefix}key:id:${id}`,
+    keyIds: `${prefix}keys`,
+    account: (id: string) => `${prefix}account:${id}`,
+    accountIds: `${prefix}accounts`,
+  };
+  const parseKey = (raw: string | null) => (raw ? KeyRecordSchema.parse(JSON.parse(raw)) : null);
+  const parseAccount = (raw: string | null) => (raw ? AccountSchema.parse(JSON.parse(raw)) : null);
+
+  return {
+    name: 'redis',
+    async insertKey(record: KeyRecord) {
+      await redis.multi().set(k.byHash(record.hash), JSON.stringify(record)).set(k.byId(record.id), record.hash).sadd(k.keyIds, record.id).exec();
+    },
+    async findKeyByHash(hash) {
+      return parseKey(await redis.get(k.byHash(hash)));
+    },
+    async listKeys() {
+      const ids = await redis.smembers(k.keyIds);
+      if (!ids.length) return [];
+      const hashes = await redis.mget(ids.map(k.byId));
+      const present = hashes.filter((h): h is string => !!h);
+      if (!present.length) return [];
+      return (await redis.mget(present.map(k.byHash))).map(parseKey).filter((r): r is KeyRecord => !!r);
+    },
+    async revokeKey(id, at) {
+      const hash = await redis.get(k.byId(id));
+      if (!hash) return null;
+      // Optimistic transaction: retry if another replica changed the record meanwhile.
+      for (;;) {
+        await redis.watch(k.byHash(hash));
+        const record = parseKey(await redis.get(k.byHash(hash)));
+        if (!record) return (await redis.unwatch(), null);
+        record.revoked ??= at;
+        const done = await redis.multi().set(k.byHash(hash), JSON.stringify(record)).exec();
+        if (done) return record;
+      }
+    },
+    async getAccount(id) {
+      return parseAccount(await redis.get(k.account(id)));
+    },
+    async putAccount(account: Account) {
+      await redis.multi().set(k.account(account.id), JSON.stringify(account)).sadd(k.accountIds, account.id).exec();
+    },
+    async listAccounts() {
+      const ids = await redis.smembers(k.accountIds);
+      if (!ids.length) return [];
+      return (await redis.mget(ids.map(k.account))).map(parseAccount).filter((a): a is Account => !!a);
+    },
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

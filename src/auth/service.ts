@@ -1,0 +1,57 @@
+// Key management over a KeyStore, and the authenticator the HTTP app plugs in.
+import type { Authenticate } from '../http/app.ts';
+import { decideAccess, presentedKey } from './decide.ts';
+import { generateApiKey, generateId, hashApiKey } from './key-format.ts';
+import { newAccount, type Account, type AccountPatch, type KeyRecord, type Resource } from './records.ts';
+import type { KeyStore } from './store.ts';
+
+export interface CreateKeyOptions {
+  readonly account: string;
+  readonly expiresInMs?: number | null;
+  readonly resources?: readonly Resource[];
+  readonly now?: Date;
+}
+
+/** Creates a key (and its account, with defaults, if new). The key is returned once, never stored. */
+export async function createKey(store: KeyStore, options: CreateKeyOptions): Promise<{ key: string; record: KeyRecord }> {
+  const now = options.now ?? new Date();
+  const key = generateApiKey();
+  const record: KeyRecord = {
+    id: generateId('key'),
+    account: options.account,
+    hash: await hashApiKey(key),
+    created: now.toISOString(),
+    expires: options.expiresInMs ? new Date(now.getTime() + options.expiresInMs).toISOString() : null,
+    revoked: null,
+    resources: [...(options.resources ?? ['embeddings'])],
+  };
+  if (!(await store.getAccount(options.account))) await store.putAccount(newAccount(options.account));
+  await store.insertKey(record);
+  return { key, record };
+}
+
+/** Creates or updates an account; unspecified fields keep their value (or the defaults). */
+export async function setAccount(store: KeyStore, id: string, patch: AccountPatch): Promise<Account> {
+  const account = { ...((await store.getAccount(id)) ?? newAccount(id)), ...patch };
+  await store.putAccount(account);
+  return account;
+}
+
+/** The app's authentication seam backed by a store: parse and checksum first, then one lookup. */
+export function createStoreAuthenticator(store: KeyStore, clock: () => Date = () => new Date()): Authenticate {
+  return async ({ authorization, resource }) => {
+    const presented = presentedKey(authorization);
+    if (!presented.ok) return presented.problem;
+    const record = await store.findKeyByHash(await hashApiKey(presented.key));
+    const account = record ? await store.getAccount(record.account) : null;
+    return decideAccess(authorization, record, account, resource, clock());
+  };
+}
+
+/** Parses durations like 30d, 12h, 15m, 45s, 2w into milliseconds. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+)\s*(s|m|h|d|w)$/.exec(text.trim());
+  if (!m) return null;
+  const unit = { s: 1e3, m: 6e4, h: 3.6e6, d: 8.64e7, w: 6.048e8 }[m[2] as 's' | 'm' | 'h' | 'd' | 'w'];
+  return Number(m[1]) * unit;
+}

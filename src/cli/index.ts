@@ -1,0 +1,40 @@
+// The `lexembed` command line: dispatches to serve, keys and accounts.
+import { accountsCommand, keysCommand } from './keys.ts';
+import { UsageError } from './options.ts';
+import { serveCommand } from './serve.ts';
+
+const USAGE = `lexembed — self-hosted legal embedding API
+
+Usage:
+  lexembed serve [options]      serve POST /v1/embeddings (lexembed serve --help)
+  lexembed keys <create|list|revoke>      manage API keys (lexembed keys --help)
+  lexembed accounts <set|list>            manage account states (lexembed accounts --help)
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const out = (s: string) => void process.stdout.write(s + '\n');
+  const err = (s: string) => void process.stderr.write(s + '\n');
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serveCommand(rest, out, err);
+      case 'keys':
+        return await keysCommand(rest, out);
+      case 'accounts':
+        return await accountsCommand(rest, out);
+      case '--help':
+      case '-h':
+      case 'help':
+        return (out(USAGE), 0);
+      case undefined:
+        return (err(USAGE), 2);
+      default:
+        return (err(`lexembed: unknown command "${command}"; run lexembed --help`), 2);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) return (err(error.message), 2);
+    err(`lexembed ${command}: ${(error as Error).message}`);
+    return 1;
+  }
+}

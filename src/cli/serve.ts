@@ -1,0 +1,101 @@
+// `lexembed serve`: the HTTP server on a model folder, with API keys from the key store.
+import { z } from 'zod';
+import { createKey, createStoreAuthenticator } from '../auth/service.ts';
+import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
+import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
+import { startServer } from '../node/server.ts';
+import { describeOptions, parseOptions } from './options.ts';
+import { openKeyStore, STORE_OPTIONS, StoreConfigSchema } from './store-options.ts';
+
+export const SERVE_OPTIONS = {
+  port: { env: 'PORT', default: '8080', help: 'TCP port to listen on' },
+  host: { env: 'HOST', default: '127.0.0.1', help: 'address to bind (0.0.0.0 for all interfaces)' },
+  model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'model folder (config.json, tokenizer.json, onnx/, lexembed.json)' },
+  'model-name': { env: 'LEXEMBED_MODEL_NAME', default: '', help: 'model name the API accepts (default: from lexembed.json, legal-2-embedder)' },
+  'docs-url': { env: 'LEXEMBED_DOCS_URL', default: '/docs', help: 'base of problem type URIs' },
+  'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), help: 'largest request body accepted (413 above)' },
+  threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads (0: one per core)' },
+  'no-auth': { env: 'LEXEMBED_NO_AUTH', boolean: true, help: 'serve without API keys (local experiments only; warns)' },
+  ...STORE_OPTIONS,
+};
+
+const ServeConfigSchema = StoreConfigSchema.extend({
+  port: z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int({ error: 'must be an integer from 0 to 65535' }).min(0).max(65535, { error: 'must be an integer from 0 to 65535' }),
+  host: z.string().min(1, { error: 'must not be empty' }),
+  model: z.string().min(1, { error: 'must name a model folder' }),
+  'model-name': z.string(),
+  'docs-url': z.string().min(1, { error: 'must not be empty' }),
+  'max-body-bytes': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
+  threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
+  'no-auth': z.boolean(),
+});
+
+export const SERVE_USAGE = `Usage: lexembed serve [options]
+
+Serves POST /v1/embeddings (and GET /health, /docs) on a model folder.
+Every option can also be set by its environment variable.
+
+Options:
+${describeOptions(SERVE_OPTIONS)}
+`;
+
+const DRAIN_TIMEOUT_MS = 10_000;
+
+export async function serveCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const { values: config, help } = parseOptions('lexembed serve', args, SERVE_OPTIONS, ServeConfigSchema);
+  if (help) return (out(SERVE_USAGE), 0);
+  const log = (message: string) => out(`lexembed: ${message}`);
+  // Listen for signals before anything slow, so an early SIGTERM still shuts down cleanly.
+  const stopped = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+
+  const store = config['no-auth'] ? null : openKeyStore(config);
+  if (store) {
+    if ((await store.listKeys()).length === 0) {
+      const { key, record } = await createKey(store, { account: 'local' });
+      log(`the key store (${describeStore(config)}) was empty: created development key ${record.id} for account "local".`);
+      log('it is shown only this once; use it as "Authorization: Bearer <key>":');
+      out(key);
+    }
+  } else {
+    err('lexembed: WARNING: authentication is OFF (--no-auth). Anyone who can reach this server can use it. Use only for local experiments.');
+  }
+
+  const started = Date.now();
+  const embedder = loadModelFolder(config.model, { modelName: config['model-name'] || undefined, threads: config.threads || undefined });
+  embedder.catch(() => {});
+  const app = createApp({
+    embedder,
+    authenticate: store ? createStoreAuthenticator(store) : undefined,
+    docsUrl: config['docs-url'],
+    maxBodyBytes: config['max-body-bytes'],
+  });
+  const server = await startServer(app, { port: config.port, host: config.host });
+  log(`listening on ${server.url} (POST /v1/embeddings, GET /health)${store ? ` with API keys from the ${describeStore(config)}` : ''}`);
+  const loaded = await Promise.race([embedder.then((e) => ({ e }), (error: Error) => ({ error })), stopped.then((signal) => ({ signal }))]);
+  if ('error' in loaded) {
+    err(`lexembed serve: cannot load the model: ${loaded.error.message}`);
+    await server.close();
+    await store?.close();
+    return 1;
+  }
+  if ('e' in loaded) log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
+  const signal = await stopped;
+  log(`${signal}: closing (finishing in-flight requests, at most ${DRAIN_TIMEOUT_MS / 1000} s)`);
+  // The timer also keeps the event loop alive while connections drain.
+  const drainTimer = setTimeout(() => {
+    log('drain timed out; closing remaining connections');
+    server.closeAllConnections();
+  }, DRAIN_TIMEOUT_MS);
+  await server.close();
+  clearTimeout(drainTimer);
+  await (await embedder.catch(() => undefined))?.dispose();
+  await store?.close();
+  return 0;
+}
+
+function describeStore(config: z.output<typeof StoreConfigSchema>): string {
+  return config.store === 'redis' ? 'Redis key store' : `file key store in ${config['data-dir']}`;
+}

@@ -1,0 +1,27 @@
+// Options that choose and open the key store, shared by serve, keys and accounts.
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { createRedisKeyStore } from '../auth/redis-store.ts';
+import type { KeyStore } from '../auth/store.ts';
+import { createFileKeyStore } from '../node/file-key-store.ts';
+import type { OptionSpecs } from './options.ts';
+
+export const STORE_OPTIONS = {
+  store: { env: 'LEXEMBED_STORE', default: 'file', help: 'key store: file (one server) or redis (several replicas)' },
+  'data-dir': { env: 'LEXEMBED_DATA_DIR', default: './.lexembed', help: 'directory of the file key store' },
+  'redis-url': { env: 'LEXEMBED_REDIS_URL', default: '', help: 'Redis URL for --store redis, e.g. redis://127.0.0.1:6379' },
+} satisfies OptionSpecs;
+
+export const StoreConfigSchema = z.object({
+  store: z.enum(['file', 'redis'], { error: 'must be "file" or "redis"' }),
+  'data-dir': z.string().min(1),
+  'redis-url': z.string(),
+});
+
+export function openKeyStore(config: z.output<typeof StoreConfigSchema>): KeyStore {
+  if (config.store === 'redis') {
+    if (!config['redis-url']) throw new Error('--store redis needs --redis-url (LEXEMBED_REDIS_URL), e.g. redis://127.0.0.1:6379');
+    return createRedisKeyStore(config['redis-url']);
+  }
+  return createFileKeyStore(resolve(config['data-dir']));
+}

@@ -1,0 +1,177 @@
+// API keys for real: keys made by the CLI, checked by a running server over HTTP, with the
+// file store (changes seen without restart, keys survive a restart) and the Redis store.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { createApp } from '../../src/http/app.ts';
+import { createEmbedder } from '../../src/embedder/embedder.ts';
+import { createRedisKeyStore } from '../../src/auth/redis-store.ts';
+import { createKey, createStoreAuthenticator } from '../../src/auth/service.ts';
+import { hashApiKey } from '../../src/auth/key-format.ts';
+import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
+import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';
+import { startRedis } from '../support/redis.ts';
+
+const body = JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice of termination'] });
+const post = (url: string, authorization?: string) =>
+  fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body });
+
+async function expectStatus(res: Response, status: number, title?: string) {
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  if (title) {
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(JSON.parse(text).title).toBe(title);
+  }
+}
+
+describe('API keys over HTTP with the file store', () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  const keys: Record<string, string> = {};
+  const ids: Record<string, string> = {};
+  const cli = async (...args: string[]) => {
+    const r = await runCli([...args, '--data-dir', dataDir]);
+    expect(r.code, r.stderr).toBe(0);
+    return r.stdout.trim().split('\n');
+  };
+  const newKey = async (account: string, ...extra: string[]) => {
+    const lines = await cli('keys', 'create', '--account', account, ...extra);
+    return { id: /^created (key_\w+)/.exec(lines[0])![1], key: lines.at(-1)! };
+  };
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'lexembed-auth-'));
+    for (const [name, account, ...extra] of [
+      ['good', 'good'], ['overdue', 'overdue'], ['unsubscribed', 'unsubscribed'], ['inactive', 'inactive'],
+      ['unverified', 'unverified'], ['rerank', 'good', '--resources', 'rerankings'], ['revoked', 'good'],
+    ]) {
+      ({ key: keys[name], id: ids[name] } = await newKey(account, ...extra));
+    }
+    await cli('accounts', 'set', 'overdue', '--overdue', 'true');
+    await cli('accounts', 'set', 'unsubscribed', '--subscribed', 'false');
+    await cli('accounts', 'set', 'inactive', '--active', 'false');
+    await cli('accounts', 'set', 'unverified', '--verified', 'false');
+    server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir]);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keys create prints the key alone on the last line, in lxk_v1 form', () => {
+    expect(keys.good).toMatch(/^lxk_v1_[0-9A-Za-z]{32}_[0-9A-Za-z]{6}$/);
+  });
+
+  it('200 for a good key', async () => expectStatus(await post(server.url, `Bearer ${keys.good}`), 200));
+
+  it('401 Incorrect API key: missing, not Bearer, malformed, typo, unknown', async () => {
+    await expectStatus(await post(server.url), 401, 'Incorrect API key error');
+    await expectStatus(await post(server.url, `Basic ${keys.good}`), 401, 'Incorrect API key error');
+    await expectStatus(await post(server.url, 'Bearer lxk_v1_nope'), 401, 'Incorrect API key error');
+    const i = 12;
+    const typo = keys.good.slice(0, i) + (keys.good[i] === 'Q' ? 'R' : 'Q') + keys.good.slice(i + 1);
+    const res = await post(server.url, `Bearer ${typo}`);
+    expect((await res.clone().json()).detail).toMatch(/checksum/);
+    await expectStatus(res, 401, 'Incorrect API key error');
+    const unknown = (await runCli(['keys', 'create', '--account', 'x', '--data-dir', mkdtempSync(join(tmpdir(), 'lexembed-other-'))])).stdout.trim().split('\n').at(-1)!;
+    await expectStatus(await post(server.url, `Bearer ${unknown}`), 401, 'Incorrect API key error');
+  });
+
+  it('401 Unauthorized API key for a key limited to another resource', async () => {
+    await expectStatus(await post(server.url, `Bearer ${keys.rerank}`), 401, 'Unauthorized API key error');
+  });
+
+  it('402 overdue, 403 no subscription, 403 inactive, 403 unverified', async () => {
+    await expectStatus(await post(server.url, `Bearer ${keys.overdue}`), 402, 'Account overdue error');
+    await expectStatus(await post(server.url, `Bearer ${keys.unsubscribed}`), 403, 'No subscription error');
+    await expectStatus(await post(server.url, `Bearer ${keys.inactive}`), 403, 'Access forbidden error');
+    await expectStatus(await post(server.url, `Bearer ${keys.unverified}`), 403, 'Access forbidden error');
+  });
+
+  it('authentication runs before validation', async () => {
+    const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{bad json' });
+    await expectStatus(res, 401, 'Incorrect API key error');
+  });
+
+  it('an expiring key works, then expires', async () => {
+    ({ key: keys.expiring } = await newKey('good', '--expires', '4s'));
+    await expectStatus(await post(server.url, `Bearer ${keys.expiring}`), 200);
+    await new Promise((r) => setTimeout(r, 4100));
+    await expectStatus(await post(server.url, `Bearer ${keys.expiring}`), 401, 'Incorrect API key error');
+  });
+
+  it('revocation and account changes reach the running server without a restart', async () => {
+    await expectStatus(await post(server.url, `Bearer ${keys.revoked}`), 200);
+    expect((await cli('keys', 'revoke', ids.revoked))[0]).toMatch(/^revoked key_/);
+    await expectStatus(await post(server.url, `Bearer ${keys.revoked}`), 401, 'Incorrect API key error');
+    await cli('accounts', 'set', 'overdue', '--overdue', 'false');
+    await expectStatus(await post(server.url, `Bearer ${keys.overdue}`), 200);
+  });
+
+  it('keys list shows ids, accounts and states, never secrets or hashes', async () => {
+    const listing = (await cli('keys', 'list')).join('\n');
+    expect(listing).toMatch(/key_\w+\tgood\trevoked/);
+    for (const key of Object.values(keys)) {
+      expect(listing).not.toContain(key);
+      expect(listing).not.toContain(await hashApiKey(key));
+    }
+  });
+
+  it('no key or key hash appears in the server log', async () => {
+    const log = server.output();
+    for (const key of Object.values(keys)) {
+      expect(log).not.toContain(key.slice(7, 39));
+      expect(log).not.toContain(await hashApiKey(key));
+    }
+  });
+
+  it('keys survive a restart', async () => {
+    expect(await server.stop()).toBe(0);
+    server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir]);
+    await expectStatus(await post(server.url, `Bearer ${keys.good}`), 200);
+    expect(server.output()).not.toContain('development key');
+  });
+});
+
+describe('first start with an empty store', () => {
+  it('creates one development key, prints it once, and it works', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-dev-'));
+    const server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir]);
+    try {
+      const key = /^(lxk_v1_\S+)$/m.exec(server.output())?.[1];
+      expect(key).toBeDefined();
+      await expectStatus(await post(server.url, `Bearer ${key}`), 200);
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('two app instances sharing one Redis store', () => {
+  let redis: Awaited<ReturnType<typeof startRedis>>;
+  beforeAll(async () => void (redis = await startRedis()));
+  afterAll(() => redis?.stop());
+
+  it('a key created through one is usable through the other, and a revocation reaches both', async () => {
+    const storeA = createRedisKeyStore(redis.url);
+    const storeB = createRedisKeyStore(redis.url);
+    try {
+      const app = (store: typeof storeA) => createApp({ embedder: createEmbedder(fakeSettings(), createFakeBackend()), authenticate: createStoreAuthenticator(store) });
+      const [a, b] = [app(storeA), app(storeB)];
+      const { key, record } = await createKey(storeA, { account: 'shared' });
+      const req = () => ({ method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+      expect((await a.request('/v1/embeddings', req())).status).toBe(200);
+      expect((await b.request('/v1/embeddings', req())).status).toBe(200);
+      await storeB.revokeKey(record.id, new Date().toISOString());
+      expect((await a.request('/v1/embeddings', req())).status).toBe(401);
+      expect((await b.request('/v1/embeddings', req())).status).toBe(401);
+    } finally {
+      await storeA.close();
+      await storeB.close();
+    }
+  });
+});

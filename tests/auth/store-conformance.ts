@@ -1,0 +1,68 @@
+// One conformance suite for every KeyStore implementation.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KeyStore } from '../../src/auth/store.ts';
+import { createKey, createStoreAuthenticator, setAccount } from '../../src/auth/service.ts';
+import { newAccount } from '../../src/auth/records.ts';
+
+export function describeKeyStore(name: string, open: () => Promise<{ store: KeyStore; reopen?: () => Promise<KeyStore>; cleanup?: () => Promise<void> }>) {
+  describe(`KeyStore conformance: ${name}`, () => {
+    let store: KeyStore;
+    let reopen: (() => Promise<KeyStore>) | undefined;
+    let cleanup: (() => Promise<void>) | undefined;
+    beforeAll(async () => void ({ store, reopen, cleanup } = await open()));
+    afterAll(async () => (await store?.close(), await cleanup?.()));
+
+    it('stores a key by hash only and finds it', async () => {
+      const { key, record } = await createKey(store, { account: 'acme' });
+      const found = await store.findKeyByHash(record.hash);
+      expect(found).toEqual(record);
+      expect(JSON.stringify(await store.listKeys())).not.toContain(key);
+      expect(await store.findKeyByHash('0'.repeat(64))).toBeNull();
+    });
+
+    it('creates the account with defaults on first key', async () => {
+      await createKey(store, { account: 'fresh' });
+      expect(await store.getAccount('fresh')).toEqual(newAccount('fresh'));
+    });
+
+    it('lists keys and accounts', async () => {
+      const { record } = await createKey(store, { account: 'lister' });
+      expect((await store.listKeys()).map((k) => k.id)).toContain(record.id);
+      expect((await store.listAccounts()).map((a) => a.id)).toContain('lister');
+    });
+
+    it('revokes by id, keeping the first revocation time; unknown ids give null', async () => {
+      const { record } = await createKey(store, { account: 'acme' });
+      const revoked = await store.revokeKey(record.id, '2026-01-01T00:00:00.000Z');
+      expect(revoked?.revoked).toBe('2026-01-01T00:00:00.000Z');
+      expect((await store.revokeKey(record.id, '2027-01-01T00:00:00.000Z'))?.revoked).toBe('2026-01-01T00:00:00.000Z');
+      expect((await store.findKeyByHash(record.hash))?.revoked).toBe('2026-01-01T00:00:00.000Z');
+      expect(await store.revokeKey('key_missing', 'x')).toBeNull();
+    });
+
+    it('updates accounts, keeping unspecified fields', async () => {
+      await setAccount(store, 'states', { overdue: true });
+      await setAccount(store, 'states', { verified: false });
+      expect(await store.getAccount('states')).toEqual({ ...newAccount('states'), overdue: true, verified: false });
+    });
+
+    it('authenticates through the store', async () => {
+      const auth = createStoreAuthenticator(store);
+      const { key } = await createKey(store, { account: 'auth-acct' });
+      expect(await auth({ authorization: `Bearer ${key}`, resource: 'embeddings' })).toBeNull();
+      await setAccount(store, 'auth-acct', { overdue: true });
+      expect((await auth({ authorization: `Bearer ${key}`, resource: 'embeddings' }))?.code).toBe('accountOverdue');
+    });
+
+    it('keeps keys across a reopen', async () => {
+      if (!reopen) return;
+      const { record } = await createKey(store, { account: 'durable' });
+      const again = await reopen();
+      try {
+        expect(await again.findKeyByHash(record.hash)).toEqual(record);
+      } finally {
+        await again.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,36 @@
+// Runs the conformance suite against the memory, file and Redis stores.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { createMemoryKeyStore } from '../../src/auth/memory-store.ts';
+import { createRedisKeyStore } from '../../src/auth/redis-store.ts';
+import { createFileKeyStore } from '../../src/node/file-key-store.ts';
+import { createKey } from '../../src/auth/service.ts';
+import { startRedis } from '../support/redis.ts';
+import { describeKeyStore } from './store-conformance.ts';
+
+describeKeyStore('memory', async () => ({ store: createMemoryKeyStore() }));
+
+describeKeyStore('file', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lexembed-keys-'));
+  return { store: createFileKeyStore(dir), reopen: async () => createFileKeyStore(dir), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+});
+
+describeKeyStore('redis', async () => {
+  const redis = await startRedis();
+  return { store: createRedisKeyStore(redis.url), reopen: async () => createRedisKeyStore(redis.url), cleanup: redis.stop };
+});
+
+it('file store: concurrent writers from two store instances lose nothing', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lexembed-keys-'));
+  try {
+    const a = createFileKeyStore(dir);
+    const b = createFileKeyStore(dir);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => createKey(i % 2 ? a : b, { account: `acct${i}` })));
+    expect(await a.listKeys()).toHaveLength(20);
+    expect(await b.listAccounts()).toHaveLength(20);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
