@@ -4,3 +4,4 @@ export { createEmbedder, runInBatches, DEFAULT_BATCH_LIMITS, type BatchLimits } 
 export { ModelSettingsSchema, parseModelSettings, type ModelSettings } from './embedder/settings.ts';
 export type { Embedder, EmbeddingBackend, EmbedInput, EmbedOutput } from './embedder/types.ts';
 export { createApp, type AppOptions, type Authenticate } from './http/app.ts';
+export * from './client/index.ts';

@@ -9,7 +9,8 @@ import { openKeyStore, STORE_OPTIONS, StoreConfigSchema } from './store-options.
 
 export const SERVE_OPTIONS = {
   port: { env: 'PORT', default: '8080', help: 'TCP port to listen on' },
-  host: { env: 'HOST', default: '127.0.0.1', help: 'address to bind (0.0.0.0 for all interfaces)' },
+  host: { env: 'HOST', default: '', help: 'address to bind (default 127.0.0.1; 0.0.0.0, all interfaces, in proxy mode)' },
+  deployment: { env: 'LEXEMBED_DEPLOYMENT', default: 'api', help: 'api (public API with keys) or proxy (private deployment: /invocations, /ping, no keys)' },
   model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'model folder (config.json, tokenizer.json, onnx/, lexembed.json)' },
   'model-name': { env: 'LEXEMBED_MODEL_NAME', default: '', help: 'model name the API accepts (default: from lexembed.json, legal-2-embedder)' },
   'docs-url': { env: 'LEXEMBED_DOCS_URL', default: '/docs', help: 'base of problem type URIs' },
@@ -21,7 +22,8 @@ export const SERVE_OPTIONS = {
 
 const ServeConfigSchema = StoreConfigSchema.extend({
   port: z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int({ error: 'must be an integer from 0 to 65535' }).min(0).max(65535, { error: 'must be an integer from 0 to 65535' }),
-  host: z.string().min(1, { error: 'must not be empty' }),
+  host: z.string(),
+  deployment: z.enum(['api', 'proxy'], { error: 'must be "api" or "proxy"' }),
   model: z.string().min(1, { error: 'must name a model folder' }),
   'model-name': z.string(),
   'docs-url': z.string().min(1, { error: 'must not be empty' }),
@@ -51,8 +53,12 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     process.once('SIGINT', () => resolve('SIGINT'));
   });
 
-  const store = config['no-auth'] ? null : openKeyStore(config);
-  if (store) {
+  const proxyMode = config.deployment === 'proxy';
+  const host = config.host || (proxyMode ? '0.0.0.0' : '127.0.0.1');
+  const store = config['no-auth'] || proxyMode ? null : openKeyStore(config);
+  if (proxyMode) {
+    log('proxy deployment: POST /invocations and GET /ping; API keys are not required and are ignored');
+  } else if (store) {
     if ((await store.listKeys()).length === 0) {
       const { key, record } = await createKey(store, { account: 'local' });
       log(`the key store (${describeStore(config)}) was empty: created development key ${record.id} for account "local".`);
@@ -71,8 +77,9 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     authenticate: store ? createStoreAuthenticator(store) : undefined,
     docsUrl: config['docs-url'],
     maxBodyBytes: config['max-body-bytes'],
+    deployment: config.deployment,
   });
-  const server = await startServer(app, { port: config.port, host: config.host });
+  const server = await startServer(app, { port: config.port, host });
   log(`listening on ${server.url} (POST /v1/embeddings, GET /health)${store ? ` with API keys from the ${describeStore(config)}` : ''}`);
   const loaded = await Promise.race([embedder.then((e) => ({ e }), (error: Error) => ({ error })), stopped.then((signal) => ({ signal }))]);
   if ('error' in loaded) {

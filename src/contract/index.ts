@@ -3,3 +3,4 @@ export * from './problems.ts';
 export * from './request.ts';
 export * from './response.ts';
 export * from './vectors.ts';
+export * from './invocations.ts';

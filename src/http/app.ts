@@ -3,7 +3,9 @@
 import { Hono, type Context } from 'hono';
 import {
   buildEmbeddingResponse,
+  HOP_BY_HOP_HEADERS,
   problem,
+  validateInvocationRequest,
   textsOf,
   validateEmbeddingRequest,
   type Problem,
@@ -28,6 +30,11 @@ export interface AppOptions {
   readonly maxBodyBytes?: number;
   /** Called with unexpected errors (never with request texts). */
   readonly onUnexpectedError?: (error: unknown) => void;
+  /**
+   * `api` (default): the public API with authentication. `proxy`: a private deployment as a
+   * model-hosting platform expects (spec 4.3): `POST /invocations` and `GET /ping`, no keys.
+   */
+  readonly deployment?: 'api' | 'proxy';
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -42,7 +49,9 @@ const OTHER_OPERATIONS = ['/v1/enrichments', '/v1/rerankings', '/v1/extractions/
 export function createApp(options: AppOptions): Hono {
   const docsUrl = options.docsUrl ?? '/docs';
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const authenticate = options.authenticate ?? (() => null);
+  const proxyMode = options.deployment === 'proxy';
+  // Proxy deployments need no key, and one that is passed is ignored (spec 4.3 rule 2).
+  const authenticate: Authenticate = proxyMode ? () => null : (options.authenticate ?? (() => null));
   let loaded: Embedder | undefined;
   let loadError: unknown;
   const embedderPromise = Promise.resolve(options.embedder).then(
@@ -87,6 +96,30 @@ export function createApp(options: AppOptions): Hono {
     const detail = loadError ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
     return fail(problem('unavailable', detail, { 'retry-after': '1' }));
   });
+
+  if (proxyMode) {
+    route('GET', '/ping', (c) => (loaded ? c.json({ status: 'ok' }) : c.json({ status: loadError ? 'failed' : 'loading' }, 503)));
+
+    // Dispatches to the same routes in-process and returns their status, type and body as-is.
+    // Registered only in proxy mode, where no route needs a key: it cannot bypass authentication.
+    route('POST', '/invocations', async (c) => {
+      const body = await readJsonBody(c.req.raw, maxBodyBytes);
+      if (!body.ok) return fail(body.problem);
+      const invocation = validateInvocationRequest(body.value);
+      if (!invocation.ok) return fail(invocation.problem);
+      const { path, method, headers, data } = invocation.value;
+      const forwarded = new Headers();
+      for (const [name, value] of Object.entries(headers ?? {})) {
+        if (!(HOP_BY_HOP_HEADERS as readonly string[]).includes(name.toLowerCase())) forwarded.set(name, value);
+      }
+      const hasBody = data !== null && method !== 'GET' && method !== 'HEAD';
+      if (hasBody && !forwarded.has('content-type')) forwarded.set('content-type', 'application/json');
+      const inner = await app.fetch(new Request(new URL(path, 'http://invocation.local'), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined }));
+      const responseHeaders = new Headers(inner.headers);
+      for (const name of HOP_BY_HOP_HEADERS) responseHeaders.delete(name);
+      return new Response(inner.body, { status: inner.status, headers: responseHeaders });
+    });
+  }
 
   route('GET', '/docs/api-reference/errors', (c) => c.html(renderErrorsPage()));
   route('GET', '/docs', (c) =>

@@ -14,3 +14,15 @@ it('src/contract imports only zod and sibling modules', () => {
     for (const s of specifiers) expect(s === 'zod' || /^\.\/[\w-]+\.ts$/.test(s), `${file} imports ${s}`).toBe(true);
   }
 });
+
+it('src/client has no runtime dependencies: only its own modules, and types from the contract', () => {
+  const clientDir = join(import.meta.dirname, '../../src/client');
+  for (const file of readdirSync(clientDir).filter((f) => f.endsWith('.ts'))) {
+    const source = readFileSync(join(clientDir, file), 'utf8');
+    for (const m of source.matchAll(/^(import|export)\s+(type\s+)?[^'"]*from\s+['"]([^'"]+)['"]/gm)) {
+      const [, , typeOnly, specifier] = m;
+      const ok = /^\.\/[\w-]+\.ts$/.test(specifier) || (typeOnly && specifier.startsWith('../contract/'));
+      expect(ok, `${file}: ${m[0]}`).toBeTruthy();
+    }
+  }
+});

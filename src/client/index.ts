@@ -1,0 +1,37 @@
+// The lexembed client: `new Lexembed().embeddings.create({...})`, on fetch, with no runtime
+// dependencies, for browsers, Node and edge runtimes.
+import type { EmbeddingRequestInput, EmbeddingResponse } from '../contract/index.ts';
+import { Transport, type ClientOptions } from './core.ts';
+
+export * from './errors.ts';
+export { DEFAULT_BASE_URL, unwrapPlatformError, type ClientOptions } from './core.ts';
+
+export type EmbeddingCreateParams = EmbeddingRequestInput;
+
+export class Embeddings {
+  constructor(private readonly transport: Transport) {}
+
+  /**
+   * `POST /embeddings`.
+   * @example const { embeddings } = await client.embeddings.create({ model: 'legal-2-embedder', texts: ['Lease'] })
+   */
+  create(params: EmbeddingCreateParams, options: { signal?: AbortSignal } = {}): Promise<EmbeddingResponse> {
+    return this.transport.post<EmbeddingResponse>('/embeddings', params, options);
+  }
+}
+
+export class Lexembed {
+  readonly embeddings: Embeddings;
+  private readonly transport: Transport;
+
+  constructor(options: ClientOptions = {}) {
+    this.transport = new Transport(options);
+    this.embeddings = new Embeddings(this.transport);
+  }
+
+  get baseURL(): string {
+    return this.transport.baseURL;
+  }
+}
+
+export default Lexembed;

@@ -1,0 +1,44 @@
+// The proxy endpoint of private deployments (spec 4.3): `POST /invocations` carries
+// {path, method, headers, data} and answers exactly what the named route answers.
+import { z } from 'zod';
+import { problem } from './problems.ts';
+import { formatIssues, type Result } from './request.ts';
+
+export const INVOCATION_FIELDS = ['path', 'method', 'headers', 'data'] as const;
+
+export const InvocationRequestSchema = z.strictObject(
+  {
+    path: z
+      .string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string such as "/v1/embeddings"') })
+      .regex(/^\/[^\s?#]*(?:\?[^\s#]*)?$/, { error: 'must be an absolute path such as "/v1/embeddings"' }),
+    method: z
+      .string({ error: 'must be an HTTP method such as "POST"' })
+      .regex(/^[A-Za-z]{3,7}$/, { error: 'must be an HTTP method such as "POST"' })
+      .transform((m) => m.toUpperCase())
+      .default('POST'),
+    headers: z.record(z.string(), z.string({ error: 'must map header names to string values' }), { error: 'must be an object of string values, or null' }).nullable().default(null),
+    data: z.unknown().default(null),
+  },
+  { error: 'must be a JSON object with path, method, headers and data' },
+);
+export type InvocationRequest = z.output<typeof InvocationRequestSchema>;
+
+/** Headers that describe one connection, never forwarded by a proxy (RFC 9110 7.6.1), plus framing. */
+export const HOP_BY_HOP_HEADERS = [
+  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'host', 'content-length',
+] as const;
+
+export function validateInvocationRequest(body: unknown): Result<InvocationRequest> {
+  const parsed = InvocationRequestSchema.safeParse(body);
+  if (!parsed.success) {
+    const detail = formatIssues(parsed.error.issues)
+      .replace('allowed fields are model, texts, task, overflow_strategy, dimensions', `allowed fields are ${INVOCATION_FIELDS.join(', ')}`)
+      .replace(/^the request body/, 'the invocation body');
+    return { ok: false, problem: problem('validation', detail) };
+  }
+  if (parsed.data.path === '/invocations' || parsed.data.path.startsWith('/invocations?')) {
+    return { ok: false, problem: problem('validation', 'path must name an API route such as "/v1/embeddings", not /invocations itself') };
+  }
+  return { ok: true, value: parsed.data };
+}

@@ -1,0 +1,84 @@
+// Proxy deployment mode through app.request(): /invocations equals the direct route, /ping,
+// no keys, and no way around authentication in the normal mode.
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../src/http/app.ts';
+import { createEmbedder } from '../../src/embedder/embedder.ts';
+import { problem } from '../../src/contract/index.ts';
+import type { Embedder } from '../../src/embedder/types.ts';
+import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';
+
+const embedder = () => createEmbedder(fakeSettings(), createFakeBackend());
+const refuseAll = () => problem('incorrectKey', 'no');
+const proxy = createApp({ embedder: embedder(), deployment: 'proxy', authenticate: refuseAll, maxBodyBytes: 4096 });
+const direct = createApp({ embedder: embedder(), maxBodyBytes: 4096 });
+
+const invoke = (app: typeof proxy, payload: unknown) =>
+  app.request('/invocations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+const call = (app: typeof proxy, data: unknown) =>
+  app.request('/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) });
+
+async function same(a: Response, b: Response) {
+  expect(a.status).toBe(b.status);
+  expect(a.headers.get('content-type')).toBe(b.headers.get('content-type'));
+  expect(await a.text()).toBe(await b.text());
+}
+
+describe('proxy deployment', () => {
+  it.each([
+    ['success', { model: 'legal-2-embedder', texts: ['a b', 'c'], dimensions: 4 }],
+    ['validation error', { model: 'legal-2-embedder', texts: ['a', ' '] }],
+    ['input too large', { model: 'legal-2-embedder', texts: ['1 2 3 4 5 6 7 8 9 10'], overflow_strategy: null }],
+    ['unsupported dimension', { model: 'legal-2-embedder', texts: 'a', dimensions: 99 }],
+    ['request too large', { model: 'legal-2-embedder', texts: ['x'.repeat(5000)] }],
+  ])('/invocations answers exactly as the direct call: %s', async (_, data) => {
+    await same(await invoke(proxy, { path: '/v1/embeddings', method: 'POST', headers: null, data }), await call(direct, data));
+  });
+
+  it('defaults method to POST and ignores a passed key (no key needed)', async () => {
+    const data = { model: 'legal-2-embedder', texts: 'a' };
+    expect((await invoke(proxy, { path: '/v1/embeddings', data })).status).toBe(200);
+    expect((await invoke(proxy, { path: '/v1/embeddings', headers: { Authorization: 'Bearer nonsense' }, data })).status).toBe(200);
+    expect((await call(proxy, data)).status).toBe(200);
+  });
+
+  it('drops hop-by-hop headers', async () => {
+    const res = await invoke(proxy, { path: '/v1/embeddings', headers: { connection: 'close', 'transfer-encoding': 'chunked', 'x-request-id': 'r1' }, data: { model: 'legal-2-embedder', texts: 'a' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('connection')).toBeNull();
+    expect(res.headers.get('transfer-encoding')).toBeNull();
+  });
+
+  it('answers a malformed proxy body, an unknown path and a wrong method with problems', async () => {
+    const bad = await invoke(proxy, { method: 'POST' });
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('content-type')).toBe('application/problem+json');
+    expect((await bad.json()).detail).toBe('path is required');
+    expect((await (await invoke(proxy, { path: '/v1/embeddings', extra: 1 })).json()).detail).toContain('allowed fields are path, method, headers, data');
+    const notJson = await proxy.request('/invocations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+    expect(notJson.status).toBe(400);
+    const unknown = await invoke(proxy, { path: '/v1/nowhere', data: {} });
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('content-type')).toBe('application/problem+json');
+    const wrong = await invoke(proxy, { path: '/v1/embeddings', method: 'GET' });
+    expect(wrong.status).toBe(405);
+    expect((await wrong.json()).detail).toBe('GET is not allowed on /v1/embeddings; use POST');
+    expect((await invoke(proxy, { path: '/invocations', data: {} })).status).toBe(400);
+  });
+
+  it('GET /ping answers 503 until the model is loaded, then 200', async () => {
+    let release!: (e: Embedder) => void;
+    const app = createApp({ embedder: new Promise<Embedder>((r) => (release = r)), deployment: 'proxy' });
+    expect((await app.request('/ping')).status).toBe(503);
+    release(embedder());
+    await new Promise((r) => setTimeout(r, 0));
+    expect((await app.request('/ping')).status).toBe(200);
+  });
+
+  it('in the normal mode /invocations does not exist, so it cannot bypass authentication', async () => {
+    const guarded = createApp({ embedder: embedder(), authenticate: refuseAll });
+    const res = await invoke(guarded, { path: '/v1/embeddings', data: { model: 'legal-2-embedder', texts: 'a' } });
+    expect(res.status).toBe(404);
+    expect((await call(guarded, { model: 'legal-2-embedder', texts: 'a' })).status).toBe(401);
+    expect((await guarded.request('/ping')).status).toBe(404);
+  });
+});
