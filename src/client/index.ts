@@ -6,7 +6,8 @@ import { Transport, type ClientOptions } from './core.ts';
 export * from './errors.ts';
 export { DEFAULT_BASE_URL, unwrapPlatformError, type ClientOptions } from './core.ts';
 
-export type EmbeddingCreateParams = EmbeddingRequestInput;
+/** The request of spec 2.1 (texts may be a readonly array). */
+export type EmbeddingCreateParams = Omit<EmbeddingRequestInput, 'texts'> & { texts: string | readonly string[] };
 
 export class Embeddings {
   constructor(private readonly transport: Transport) {}
