@@ -106,6 +106,7 @@ def main():
     p.add_argument("--data", required=True)
     p.add_argument("--model", required=True, help="static model folder (onnx/model.onnx, tokenizer.json)")
     p.add_argument("--dims", type=int, default=None, help="evaluate a Matryoshka prefix")
+    p.add_argument("--max-tokens", type=int, default=None, help="override max_input_tokens of lexembed.json")
     p.add_argument("--json", help="write results here too")
     args = p.parse_args()
     _, held_out = split_pairs(args.data)
@@ -113,6 +114,8 @@ def main():
     for row in held_out:
         by_source[row[0]].append(row)
     model = load_static_model(args.model)
+    if args.max_tokens:
+        model = (model[0], model[1], args.max_tokens)
     results = {}
     print(f"{'source':<20}{'queries':>8}{'corpus':>8}  {'BM25 nDCG@10':>12}{'model':>8}{'rel.':>7}  {'BM25 R@100':>10}{'model':>8}")
     for source in sorted(by_source):

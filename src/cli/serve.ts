@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
+import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
 import { describeOptions, parseOptions } from './options.ts';
 import { openKeyStore, STORE_OPTIONS, StoreConfigSchema } from './store-options.ts';
@@ -17,6 +18,7 @@ export const SERVE_OPTIONS = {
   'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), help: 'largest request body accepted (413 above)' },
   threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads (0: one per core)' },
   'no-auth': { env: 'LEXEMBED_NO_AUTH', boolean: true, help: 'serve without API keys (local experiments only; warns)' },
+  'cors-origins': { env: 'LEXEMBED_CORS_ORIGINS', default: '', help: 'comma-separated origins browsers may call from, or * (default: CORS off)' },
   ...STORE_OPTIONS,
 };
 
@@ -30,6 +32,11 @@ const ServeConfigSchema = StoreConfigSchema.extend({
   'max-body-bytes': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
+  'cors-origins': z
+    .string()
+    .refine((v) => v === '' || v.split(',').every((o) => o.trim() === '*' || /^https?:\/\/[^\s/]+$/.test(o.trim())), {
+      error: 'must be * or a comma-separated list of origins like https://app.example.com',
+    }),
 });
 
 export const SERVE_USAGE = `Usage: lexembed serve [options]
@@ -46,7 +53,9 @@ const DRAIN_TIMEOUT_MS = 10_000;
 export async function serveCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values: config, help } = parseOptions('lexembed serve', args, SERVE_OPTIONS, ServeConfigSchema);
   if (help) return (out(SERVE_USAGE), 0);
-  const log = (message: string) => out(`lexembed: ${message}`);
+  // One JSON object per line: startup notices and one record per request (never texts or keys).
+  const logRecord = (level: 'info' | 'warn' | 'error', record: Record<string, unknown>) => out(JSON.stringify({ time: new Date().toISOString(), level, ...record }));
+  const log = (msg: string) => logRecord('info', { msg });
   // Listen for signals before anything slow, so an early SIGTERM still shuts down cleanly.
   const stopped = new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -67,10 +76,16 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     }
   } else {
     err('lexembed: WARNING: authentication is OFF (--no-auth). Anyone who can reach this server can use it. Use only for local experiments.');
+    logRecord('warn', { msg: 'authentication is off (--no-auth)' });
   }
 
   const started = Date.now();
-  const embedder = loadModelFolder(config.model, { modelName: config['model-name'] || undefined, threads: config.threads || undefined });
+  const metrics = createServerMetrics();
+  const embedder = loadModelFolder(config.model, {
+    modelName: config['model-name'] || undefined,
+    threads: config.threads || undefined,
+    hooks: { onBatch: metrics.observeBatch, onQueueDepth: metrics.setQueueDepth },
+  });
   embedder.catch(() => {});
   const app = createApp({
     embedder,
@@ -78,6 +93,10 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     docsUrl: config['docs-url'],
     maxBodyBytes: config['max-body-bytes'],
     deployment: config.deployment,
+    metrics,
+    log: (record) => logRecord(record.status >= 500 ? 'error' : 'info', { ...record }),
+    corsOrigins: config['cors-origins'] ? config['cors-origins'].split(',').map((o) => o.trim()) : [],
+    onUnexpectedError: (error) => logRecord('error', { msg: 'unexpected error', error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
   });
   const server = await startServer(app, { port: config.port, host });
   log(`listening on ${server.url} (POST /v1/embeddings, GET /health)${store ? ` with API keys from the ${describeStore(config)}` : ''}`);
@@ -88,7 +107,10 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     await store?.close();
     return 1;
   }
-  if ('e' in loaded) log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
+  if ('e' in loaded) {
+    metrics.setModelLoadSeconds((Date.now() - started) / 1000);
+    log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
+  }
   const signal = await stopped;
   log(`${signal}: closing (finishing in-flight requests, at most ${DRAIN_TIMEOUT_MS / 1000} s)`);
   // The timer also keeps the event loop alive while connections drain.

@@ -22,7 +22,7 @@ const required = (what: string) => (iss: { input?: unknown }) => (iss.input === 
 
 const TextSchema = z
   .string({ error: required('must be a string') })
-  .refine((s) => /\S/u.test(s), { error: 'must contain at least one non-whitespace character' });
+  .regex(/\S/u, { error: 'must contain at least one non-whitespace character' });
 
 const TextsSchema = z.union(
   [
@@ -39,19 +39,21 @@ const TextsSchema = z.union(
 export function createEmbeddingRequestSchema(modelName: string = DEFAULT_MODEL_NAME) {
   return z.strictObject(
     {
-      model: z.literal(modelName, { error: required(`must be "${modelName}"`) }),
-      texts: TextsSchema,
+      model: z.literal(modelName, { error: required(`must be "${modelName}"`) }).describe('The embedding model to use.'),
+      texts: TextsSchema.describe(`The text or texts to embed: a string, or an array of 1 to ${MAX_TEXTS_PER_REQUEST} strings, each with a non-whitespace character.`),
       task: z.enum(TASKS, { error: `must be one of ${TASKS.map((t) => `"${t}"`).join(', ')} or null` }).nullable().default(null),
       overflow_strategy: z
         .enum(OVERFLOW_STRATEGIES, { error: 'must be "drop_end" or null' })
         .nullable()
-        .default('drop_end'),
+        .default('drop_end')
+        .describe("drop_end drops tokens from the end of over-long texts; null makes an over-long text an error."),
       dimensions: z
         .number({ error: 'must be an integer of at least 1, or null' })
         .int({ error: 'must be an integer of at least 1, or null' })
         .min(1, { error: 'must be an integer of at least 1, or null' })
         .nullable()
-        .default(null),
+        .default(null)
+        .describe("Keep the first d components (renormalised); at most the model's maximum; null for the default."),
     },
     { error: 'must be a JSON object' },
   );

@@ -2,12 +2,12 @@
 import { z } from 'zod';
 
 export const EmbeddingSchema = z.object({
-  index: z.number().int().min(0),
-  embedding: z.array(z.number()),
+  index: z.number().int().min(0).describe('Position of the text in the input.'),
+  embedding: z.array(z.number()).describe('The unit-length vector.'),
 });
 
 export const EmbeddingUsageSchema = z.object({
-  input_tokens: z.number().int().min(1),
+  input_tokens: z.number().int().min(1).describe('Tokens input to the model (prompt and special tokens included, after truncation).'),
 });
 
 export const EmbeddingResponseSchema = z.object({

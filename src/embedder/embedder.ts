@@ -14,9 +14,17 @@ export interface BatchLimits {
 
 export const DEFAULT_BATCH_LIMITS: BatchLimits = { maxBatchSize: 32, maxBatchTokens: 16384 };
 
+/** Optional observers (metrics). */
+export interface EmbedderHooks {
+  onBatch?(size: number, paddedTokens: number): void;
+  /** Texts accepted by embed() calls and not yet through the model. */
+  onQueueDepth?(texts: number): void;
+}
+
 /** Wraps a backend with the contract's embedding rules. */
-export function createEmbedder(settings: ModelSettings, backend: EmbeddingBackend, limits: BatchLimits = DEFAULT_BATCH_LIMITS): Embedder {
+export function createEmbedder(settings: ModelSettings, backend: EmbeddingBackend, limits: BatchLimits = DEFAULT_BATCH_LIMITS, hooks: EmbedderHooks = {}): Embedder {
   const maxTokens = settings.max_input_tokens;
+  let waiting = 0;
   return {
     settings,
     backendName: backend.name,
@@ -40,7 +48,27 @@ export function createEmbedder(settings: ModelSettings, backend: EmbeddingBacken
         }
         sequences.push(truncateToMaxTokens(ids, maxTokens));
       }
-      const pooled = await runInBatches(backend, sequences, limits);
+      let remaining = sequences.length;
+      waiting += remaining;
+      hooks.onQueueDepth?.(waiting);
+      const observed: EmbeddingBackend = {
+        ...backend,
+        run: async (batch) => {
+          hooks.onBatch?.(batch.length, batch.length * Math.max(...batch.map((s) => s.length)));
+          const out = await backend.run(batch);
+          remaining -= batch.length;
+          waiting -= batch.length;
+          hooks.onQueueDepth?.(waiting);
+          return out;
+        },
+      };
+      let pooled: Float32Array[];
+      try {
+        pooled = await runInBatches(observed, sequences, limits);
+      } finally {
+        waiting -= remaining; // texts of a failed call leave the queue too
+        if (remaining) hooks.onQueueDepth?.(waiting);
+      }
       const dimensions = input.dimensions ?? settings.dimensions.default;
       return {
         ok: true,

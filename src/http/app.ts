@@ -1,6 +1,7 @@
 // The lexembed HTTP app (Hono): one route table, authentication before validation, every
 // failure answered as a problem through problemResponse().
 import { Hono, type Context } from 'hono';
+import { cors } from 'hono/cors';
 import {
   buildEmbeddingResponse,
   HOP_BY_HOP_HEADERS,
@@ -11,7 +12,9 @@ import {
   type Problem,
 } from '../contract/index.ts';
 import type { Embedder } from '../embedder/types.ts';
+import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
+import { buildOpenApiDocument } from './openapi.ts';
 import { problemResponse } from './problem-response.ts';
 import { readJsonBody } from './read-body.ts';
 
@@ -35,7 +38,31 @@ export interface AppOptions {
    * model-hosting platform expects (spec 4.3): `POST /invocations` and `GET /ping`, no keys.
    */
   readonly deployment?: 'api' | 'proxy';
+  /** Request metrics (the Node adapter passes Prometheus); adds GET /metrics. */
+  readonly metrics?: AppMetrics;
+  /** Receives one structured record per request; never texts, keys or key hashes. */
+  readonly log?: (record: RequestLogRecord) => void;
+  /** Origins allowed to call from browsers ("*" for any); CORS is off when empty. */
+  readonly corsOrigins?: readonly string[];
 }
+
+export interface RequestLogRecord {
+  readonly msg: 'request';
+  readonly request_id: string;
+  readonly method: string;
+  readonly route: string;
+  readonly status: number;
+  readonly latency_ms: number;
+  readonly input_tokens: number | null;
+}
+
+export interface AppMetrics {
+  observeRequest(record: { route: string; method: string; status: number; seconds: number; inputTokens: number | null }): void;
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+export type Env = { Variables: { requestId: string; inputTokens: number } };
+const REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -46,7 +73,7 @@ const OTHER_OPERATIONS = ['/v1/enrichments', '/v1/rerankings', '/v1/extractions/
  * Builds the app. Adapters (Node, edge) only hand it requests.
  * @example const app = createApp({ embedder: await loadModelFolder(dir) }); await app.request('/health')
  */
-export function createApp(options: AppOptions): Hono {
+export function createApp(options: AppOptions): Hono<Env> {
   const docsUrl = options.docsUrl ?? '/docs';
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const proxyMode = options.deployment === 'proxy';
@@ -64,9 +91,36 @@ export function createApp(options: AppOptions): Hono {
   embedderPromise.catch(() => {});
   const fail = (p: Problem) => problemResponse(p, docsUrl);
   const routes = new Map<string, string[]>();
-  const app = new Hono();
+  const app = new Hono<Env>();
+  const innerRequests = new WeakSet<Request>();
 
-  const route = (method: 'GET' | 'POST', path: string, handler: (c: Context) => Promise<Response> | Response) => {
+  // Request id, structured log and metrics, once per request (not again for /invocations' inner call).
+  app.use(async (c, next) => {
+    const inner = innerRequests.has(c.req.raw);
+    const given = c.req.header('x-request-id');
+    const requestId = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    c.set('requestId', requestId);
+    const started = performance.now();
+    await next();
+    c.res.headers.set('x-request-id', requestId);
+    if (inner) {
+      // Hand the token count to the outer /invocations request, which logs it (and strips this).
+      const tokens = c.get('inputTokens');
+      if (tokens) c.res.headers.set('x-lexembed-input-tokens', String(tokens));
+      return;
+    }
+    const route = c.req.routePath && c.req.routePath !== '/*' && routes.has(c.req.routePath) ? c.req.routePath : 'unmatched';
+    const seconds = (performance.now() - started) / 1000;
+    const inputTokens = c.get('inputTokens') ?? null;
+    options.metrics?.observeRequest({ route, method: c.req.method, status: c.res.status, seconds, inputTokens });
+    options.log?.({ msg: 'request', request_id: requestId, method: c.req.method, route, status: c.res.status, latency_ms: +(seconds * 1000).toFixed(2), input_tokens: inputTokens });
+  });
+  if (options.corsOrigins?.length) {
+    const origins = [...options.corsOrigins];
+    app.use(cors({ origin: origins.includes('*') ? '*' : origins, allowHeaders: ['authorization', 'content-type', 'x-request-id'], exposeHeaders: ['x-request-id', 'retry-after'], maxAge: 600 }));
+  }
+
+  const route = (method: 'GET' | 'POST', path: string, handler: (c: Context<Env>) => Promise<Response> | Response) => {
     routes.set(path, [...(routes.get(path) ?? []), method]);
     app.on(method, path, handler);
   };
@@ -82,6 +136,7 @@ export function createApp(options: AppOptions): Hono {
     const { task, overflow_strategy, dimensions } = request.value;
     const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions });
     if (!result.ok) return fail(result.problem);
+    c.set('inputTokens', result.value.inputTokens);
     return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
   });
 
@@ -114,17 +169,38 @@ export function createApp(options: AppOptions): Hono {
       }
       const hasBody = data !== null && method !== 'GET' && method !== 'HEAD';
       if (hasBody && !forwarded.has('content-type')) forwarded.set('content-type', 'application/json');
-      const inner = await app.fetch(new Request(new URL(path, 'http://invocation.local'), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined }));
+      forwarded.set('x-request-id', c.get('requestId'));
+      const innerRequest = new Request(new URL(path, 'http://invocation.local'), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined });
+      innerRequests.add(innerRequest);
+      const inner = await app.fetch(innerRequest);
+      const tokens = inner.headers.get('x-lexembed-input-tokens');
       const responseHeaders = new Headers(inner.headers);
       for (const name of HOP_BY_HOP_HEADERS) responseHeaders.delete(name);
+      responseHeaders.delete('x-lexembed-input-tokens');
+      if (tokens) c.set('inputTokens', Number(tokens));
       return new Response(inner.body, { status: inner.status, headers: responseHeaders });
     });
   }
 
+  const openApi = async () =>
+    buildOpenApiDocument({
+      modelName: (await embedderPromise).modelName,
+      docsUrl,
+      deployment: proxyMode ? 'proxy' : 'api',
+      authenticated: !proxyMode && options.authenticate !== undefined,
+      metrics: options.metrics !== undefined,
+      otherOperations: OTHER_OPERATIONS,
+    });
+  route('GET', '/openapi.json', async (c) => c.json(await openApi()));
+  route('GET', '/docs', async (c) => c.html(renderDocsPage(await openApi(), '/docs/api-reference/errors')));
   route('GET', '/docs/api-reference/errors', (c) => c.html(renderErrorsPage()));
-  route('GET', '/docs', (c) =>
-    c.html('<!doctype html><title>lexembed API</title><h1>lexembed API</h1><p>POST /v1/embeddings. <a href="/docs/api-reference/errors">Errors</a>.</p>'),
-  );
+  if (options.metrics) {
+    const metrics = options.metrics;
+    route('GET', '/metrics', async (c) => {
+      const { contentType, body } = await metrics.render();
+      return c.body(body, 200, { 'content-type': contentType });
+    });
+  }
 
   app.notFound((c) => {
     const allowed = routes.get(c.req.path);

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEmbedder } from '../embedder/embedder.ts';
+import { createEmbedder, DEFAULT_BATCH_LIMITS, type EmbedderHooks } from '../embedder/embedder.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../embedder/transformers-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
@@ -18,6 +18,7 @@ export interface LoadModelOptions {
   /** Overrides the API model name from the settings file. */
   readonly modelName?: string;
   readonly threads?: number;
+  readonly hooks?: EmbedderHooks;
 }
 
 /** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
@@ -47,5 +48,5 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     device: 'cpu',
     intraOpNumThreads: options.threads ?? availableParallelism(),
   });
-  return createEmbedder(settings, backend);
+  return createEmbedder(settings, backend, DEFAULT_BATCH_LIMITS, options.hooks);
 }

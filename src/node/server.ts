@@ -2,7 +2,10 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Server as NetServer, type AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import type { Hono } from 'hono';
+/** Anything with a fetch handler, e.g. the Hono app. */
+export interface FetchApp {
+  fetch(request: Request): Response | Promise<Response>;
+}
 
 export interface RunningServer {
   readonly url: string;
@@ -19,12 +22,12 @@ export interface RunningServer {
 /** How long open connections must stay quiet before the drain closes them. */
 const DRAIN_QUIET_MS = 250;
 
-export function startServer(app: Hono, options: { port: number; host: string }): Promise<RunningServer> {
+export function startServer(app: FetchApp, options: { port: number; host: string }): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     let active = 0;
     let server: ServerType;
     const onError = (error: Error) => reject(error);
-    server = serve({ fetch: app.fetch, port: options.port, hostname: options.host }, (info: AddressInfo) => {
+    server = serve({ fetch: (request: Request) => app.fetch(request), port: options.port, hostname: options.host }, (info: AddressInfo) => {
       server.off('error', onError);
       const http = server as HttpServer;
       http.on('request', (_req, res) => {

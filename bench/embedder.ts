@@ -1,0 +1,100 @@
+// Embedder throughput on this machine, beside the raw runtime on the same texts in the same run:
+//   (a) raw onnxruntime-node InferenceSession on pre-tokenised, length-sorted batches (the ceiling)
+//   (b) the lexembed Embedder (tokenising, truncation, batching, pooling, normalising)
+//   (t) the tokenizer alone
+// Usage: npm run bench:embedder -- [--model <dir>] [--texts 2048] [--tokens 16,128,512] [--json out.json]
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import * as ort from 'onnxruntime-node';
+import { AutoTokenizer, env } from '@huggingface/transformers';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';
+import { truncateToMaxTokens } from '../src/contract/index.ts';
+import { makeTexts, wordsForTokens } from './texts.ts';
+
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: BUNDLED_MODEL_DIR },
+    texts: { type: 'string', default: '2048' },
+    tokens: { type: 'string', default: '16,128,512' },
+    batch: { type: 'string', default: '32' },
+    threads: { type: 'string', default: String(availableParallelism()) },
+    json: { type: 'string', default: join(PROJECT_ROOT, 'bench-results', 'embedder.json') },
+  },
+});
+const modelDir = resolve(values.model!);
+const threads = Number(values.threads);
+const batchSize = Number(values.batch);
+
+env.allowRemoteModels = false;
+env.localModelPath = dirname(modelDir) + '/';
+const tokenizer = await AutoTokenizer.from_pretrained(modelDir.split('/').pop()!);
+const embedder = await loadModelFolder(modelDir, { threads });
+const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
+const maxTokens = embedder.settings.max_input_tokens;
+const encode = (t: string) => tokenizer.encode(t);
+
+console.log(`model ${modelDir} (${embedder.settings.description ?? ''})`);
+console.log(`threads ${threads}, batch ${batchSize}, max_input_tokens ${maxTokens}, cores ${availableParallelism()}, node ${process.version}\n`);
+const rows: Record<string, unknown>[] = [];
+console.log('tokens/text  texts   (a) raw ort texts/s   (b) embedder texts/s   (b)/(a)   (t) tokenizer texts/s   embedder tokens/s');
+for (const target of values.tokens!.split(',').map(Number)) {
+  const count = target >= 512 ? Math.min(512, Number(values.texts)) : Number(values.texts);
+  const texts = makeTexts(count, wordsForTokens(encode, target), target);
+
+  const t0 = performance.now();
+  const ids = texts.map((t) => truncateToMaxTokens(encode(t), maxTokens));
+  const tokenizeSeconds = (performance.now() - t0) / 1000;
+  const tokens = ids.reduce((s, x) => s + x.length, 0);
+
+  // (a) the ceiling: sorted batches straight into the session, timing inference only.
+  const sorted = [...ids].sort((x, y) => x.length - y.length);
+  await runRaw(sorted.slice(0, batchSize)); // warm-up
+  const t1 = performance.now();
+  for (let i = 0; i < sorted.length; i += batchSize) await runRaw(sorted.slice(i, i + batchSize));
+  const rawSeconds = (performance.now() - t1) / 1000;
+
+  // (b) the library, in API-sized requests of 128 texts.
+  await embedder.embed({ texts: texts.slice(0, 8), task: null, overflowStrategy: 'drop_end', dimensions: null });
+  const t2 = performance.now();
+  for (let i = 0; i < texts.length; i += 128) {
+    const r = await embedder.embed({ texts: texts.slice(i, i + 128), task: null, overflowStrategy: 'drop_end', dimensions: null });
+    if (!r.ok) throw new Error(r.problem.detail ?? 'embed failed');
+  }
+  const libSeconds = (performance.now() - t2) / 1000;
+
+  const row = {
+    target_tokens: target,
+    mean_tokens: +(tokens / count).toFixed(1),
+    texts: count,
+    raw_texts_per_s: +(count / rawSeconds).toFixed(0),
+    embedder_texts_per_s: +(count / libSeconds).toFixed(0),
+    ratio: +(rawSeconds / libSeconds).toFixed(3),
+    tokenizer_texts_per_s: +(count / tokenizeSeconds).toFixed(0),
+    embedder_tokens_per_s: +(tokens / libSeconds).toFixed(0),
+  };
+  rows.push(row);
+  console.log(
+    `${String(row.mean_tokens).padStart(11)}  ${String(count).padStart(5)}   ${String(row.raw_texts_per_s).padStart(19)}   ${String(row.embedder_texts_per_s).padStart(20)}   ${row.ratio.toFixed(2).padStart(7)}   ${String(row.tokenizer_texts_per_s).padStart(21)}   ${String(row.embedder_tokens_per_s).padStart(17)}`,
+  );
+}
+mkdirSync(dirname(values.json!), { recursive: true });
+writeFileSync(values.json!, JSON.stringify({ model: modelDir, threads, batch: batchSize, node: process.version, rows }, null, 2));
+console.log(`\nwrote ${values.json}`);
+await embedder.dispose();
+await session.release();
+
+async function runRaw(batch: number[][]) {
+  const width = Math.max(...batch.map((s) => s.length));
+  const data = new BigInt64Array(batch.length * width);
+  const mask = new BigInt64Array(batch.length * width);
+  batch.forEach((s, r) => s.forEach((id, c) => ((data[r * width + c] = BigInt(id)), (mask[r * width + c] = 1n))));
+  const dims = [batch.length, width];
+  const feeds: Record<string, ort.Tensor> = {
+    input_ids: new ort.Tensor('int64', data, dims),
+    attention_mask: new ort.Tensor('int64', mask, dims),
+    token_type_ids: new ort.Tensor('int64', new BigInt64Array(batch.length * width), dims),
+  };
+  return session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]])));
+}
