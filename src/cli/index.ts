@@ -1,4 +1,5 @@
 // The `lexembed` command line: dispatches to serve, keys and accounts.
+import { embedCommand } from './embed.ts';
 import { accountsCommand, keysCommand } from './keys.ts';
 import { UsageError } from './options.ts';
 import { serveCommand } from './serve.ts';
@@ -7,6 +8,7 @@ const USAGE = `lexembed — self-hosted legal embedding API
 
 Usage:
   lexembed serve [options]      serve POST /v1/embeddings (lexembed serve --help)
+  lexembed embed <file> --output <out.jsonl>   embed a corpus file (lexembed embed --help)
   lexembed keys <create|list|revoke>      manage API keys (lexembed keys --help)
   lexembed accounts <set|list>            manage account states (lexembed accounts --help)
 `;
@@ -19,6 +21,8 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'serve':
         return await serveCommand(rest, out, err);
+      case 'embed':
+        return await embedCommand(rest, out, err);
       case 'keys':
         return await keysCommand(rest, out);
       case 'accounts':

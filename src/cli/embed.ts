@@ -1,0 +1,194 @@
+// `lexembed embed`: embeds a corpus file into JSONL ({id, embedding}) with the bundled model or a
+// remote server, with a progress bar; restartable: rows already in the output are skipped and a
+// torn last line (from an interruption) is cut off, so nothing is lost or duplicated.
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, truncateSync, writeSync } from 'node:fs';
+import { z } from 'zod';
+import { Lexembed } from '../client/index.ts';
+import { TASKS } from '../contract/index.ts';
+import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
+import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
+import { describeOptions, parseOptions, UsageError } from './options.ts';
+
+export const EMBED_OPTIONS = {
+  output: { help: 'JSONL file to write (appended to, and resumed, if it exists)' },
+  format: { default: 'auto', help: 'input format: jsonl, csv, text (one text per line) or auto (by extension)' },
+  'id-field': { default: 'id', help: 'id field (JSONL) or column (CSV)' },
+  'text-field': { default: 'text', help: 'text field (JSONL) or column (CSV)' },
+  task: { default: '', help: 'retrieval/query or retrieval/document (default: none)' },
+  dimensions: { default: '', help: "embedding dimensions (default: the model's default)" },
+  'batch-size': { default: '64', help: 'texts per model call or request (at most 128 remotely)' },
+  model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
+  remote: { env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
+  'model-name': { default: 'legal-2-embedder', help: 'model name sent to a remote server' },
+  'on-error': { default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
+  progress: { default: 'auto', help: 'progress bar: auto (on a terminal, else periodic lines), always, never' },
+};
+
+const EmbedConfigSchema = z.object({
+  output: z.string({ error: 'is required: the JSONL file to write' }).min(1),
+  format: z.enum(['auto', 'jsonl', 'csv', 'text'], { error: 'must be auto, jsonl, csv or text' }),
+  'id-field': z.string().min(1),
+  'text-field': z.string().min(1),
+  task: z.union([z.literal(''), z.enum(TASKS)], { error: `must be ${TASKS.join(' or ')}` }),
+  dimensions: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer' }),
+  'batch-size': z.coerce.number({ error: 'must be an integer from 1 to 1024' }).int().min(1).max(1024, { error: 'must be an integer from 1 to 1024' }),
+  model: z.string().min(1),
+  remote: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }),
+  'model-name': z.string().min(1),
+  'on-error': z.enum(['stop', 'skip'], { error: 'must be stop or skip' }),
+  progress: z.enum(['auto', 'always', 'never'], { error: 'must be auto, always or never' }),
+});
+
+export const EMBED_USAGE = `Usage: lexembed embed <input> --output <out.jsonl> [options]
+
+Embeds every row of <input> (JSONL with id and text fields, CSV with a header row, or plain
+text with one text per line, its line number as id) and appends {"id", "embedding"} lines to
+the output. Run it again after an interruption: rows already written are skipped.
+
+Options:
+${describeOptions(EMBED_OPTIONS)}
+`;
+
+type EmbedBatch = (texts: string[]) => Promise<number[][]>;
+
+export async function embedCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const { values: config, positionals, help } = parseOptions('lexembed embed', args, EMBED_OPTIONS, EmbedConfigSchema);
+  if (help) return (out(EMBED_USAGE), 0);
+  const input = positionals[0];
+  if (!input) throw new UsageError('lexembed embed: give the input file, e.g. lexembed embed corpus.jsonl --output vectors.jsonl');
+  if (!existsSync(input)) throw new UsageError(`lexembed embed: no such input file: ${input}`);
+  const format: CorpusFormat = config.format === 'auto' ? detectFormat(input) : config.format;
+  const corpus = { format, idField: config['id-field'], textField: config['text-field'] };
+  if (config.remote && config['batch-size'] > 128) throw new UsageError('lexembed embed: --batch-size must be at most 128 with --remote (the API limit)');
+
+  const done = resumeOutput(config.output, err);
+  let total = 0;
+  for await (const row of readCorpus(input, corpus)) if ('id' in row) total++;
+
+  const task = config.task || null;
+  const dimensions = config.dimensions === '' ? null : config.dimensions;
+  let embedBatch: EmbedBatch;
+  let dispose = async () => {};
+  if (config.remote) {
+    const client = new Lexembed({ baseURL: config.remote });
+    embedBatch = async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding);
+  } else {
+    const embedder = await loadModelFolder(config.model);
+    dispose = () => embedder.dispose();
+    embedBatch = async (texts) => {
+      const r = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions });
+      if (!r.ok) throw new Error(r.problem.detail ?? r.problem.code);
+      return r.value.vectors.map((v) => Array.from(v));
+    };
+  }
+
+  const progress = createProgress(total, done.size, config.progress, err);
+  const fd = openSync(config.output, 'a');
+  const seen = new Set(done);
+  const bad: string[] = [];
+  let batch: { id: string; text: string }[] = [];
+  let written = 0;
+  const flush = async () => {
+    if (!batch.length) return;
+    const vectors = await embedBatch(batch.map((r) => r.text));
+    writeSync(fd, batch.map((r, i) => JSON.stringify({ id: r.id, embedding: vectors[i] })).join('\n') + '\n');
+    fsyncSync(fd); // a batch is either fully on disk or cut off at the torn line on resume
+    written += batch.length;
+    progress.advance(batch.length);
+    batch = [];
+  };
+  try {
+    for await (const row of readCorpus(input, corpus)) {
+      if ('error' in row || seen.has(row.id)) {
+        if ('id' in row && done.has(row.id)) continue; // written by an earlier run
+        const why = 'error' in row ? row.error : `duplicate id "${row.id}"`;
+        if (config['on-error'] === 'stop') {
+          progress.end();
+          err(`lexembed embed: ${input}:${row.line}: ${why}; fix it, or pass --on-error skip (rows before it are saved; rerun to resume)`);
+          await flush().catch(() => {});
+          return 1;
+        }
+        bad.push(`${input}:${row.line}: ${why}`);
+        continue;
+      }
+      seen.add(row.id);
+      batch.push(row);
+      if (batch.length >= config['batch-size']) await flush();
+    }
+    await flush();
+  } finally {
+    closeSync(fd);
+    await dispose();
+  }
+  progress.end();
+  for (const line of bad.slice(0, 20)) err(`skipped ${line}`);
+  if (bad.length > 20) err(`skipped ${bad.length - 20} more bad rows`);
+  out(`embedded ${written} rows into ${config.output} (${done.size} already there, ${bad.length} skipped)`);
+  return 0;
+}
+
+/** Ids already in the output; cuts a torn last line left by an interrupted run. */
+function resumeOutput(path: string, err: (s: string) => void): Set<string> {
+  const ids = new Set<string>();
+  if (!existsSync(path) || statSync(path).size === 0) return ids;
+  const content = readFileSync(path, 'utf8');
+  let keep = 0;
+  let offset = 0;
+  for (const line of content.split('\n')) {
+    const end = offset + Buffer.byteLength(line) + 1;
+    if (end > Buffer.byteLength(content) ) break; // no newline after it: torn
+    try {
+      const row = JSON.parse(line);
+      if (typeof row.id !== 'string' || !Array.isArray(row.embedding)) break;
+      ids.add(row.id);
+      keep = end;
+    } catch {
+      break;
+    }
+    offset = end;
+  }
+  if (keep < Buffer.byteLength(content)) {
+    err(`lexembed embed: ${path}: cutting an incomplete last line left by an interrupted run`);
+    truncateSync(path, keep);
+  }
+  if (ids.size) err(`lexembed embed: resuming: ${ids.size} rows already in ${path}`);
+  return ids;
+}
+
+function createProgress(total: number, already: number, mode: 'auto' | 'always' | 'never', write: (s: string) => void) {
+  const tty = Boolean(process.stderr.isTTY);
+  const enabled = mode !== 'never';
+  const started = performance.now();
+  let doneNow = 0;
+  let lastDraw = 0;
+  const render = () => {
+    const done = already + doneNow;
+    const seconds = (performance.now() - started) / 1000;
+    const rate = seconds > 0 ? doneNow / seconds : 0;
+    const left = Math.max(0, total - done);
+    const eta = rate > 0 ? `${formatSeconds(left / rate)}` : '?';
+    const width = 30;
+    const filled = total ? Math.round((done / total) * width) : width;
+    return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} ${total ? ((done / total) * 100).toFixed(1) : '100.0'}% ${rate.toFixed(0)} texts/s ETA ${eta}`;
+  };
+  return {
+    advance(n: number) {
+      doneNow += n;
+      if (!enabled) return;
+      const now = performance.now();
+      if (tty && now - lastDraw > 100) (process.stderr.write(`\r${render()}`), (lastDraw = now));
+      else if (!tty && now - lastDraw > 1000) (write(render()), (lastDraw = now));
+    },
+    end() {
+      if (!enabled) return;
+      if (tty) process.stderr.write(`\r${render()}\n`);
+      else write(render());
+    },
+  };
+}
+
+function formatSeconds(s: number): string {
+  if (s < 60) return `${Math.ceil(s)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.ceil(s % 60)).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
