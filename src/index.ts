@@ -1,6 +1,7 @@
 // lexembed's public entry: the contract, the embedder and the HTTP app.
 export * from './contract/index.ts';
-export { createEmbedder, runInBatches, DEFAULT_BATCH_LIMITS, type BatchLimits } from './embedder/embedder.ts';
+export { createEmbedder, type EmbedderHooks } from './embedder/embedder.ts';
+export { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type SchedulerLimits, type SchedulerStats } from './embedder/scheduler.ts';
 export { ModelSettingsSchema, parseModelSettings, type ModelSettings } from './embedder/settings.ts';
 export type { Embedder, EmbeddingBackend, EmbedInput, EmbedOutput } from './embedder/types.ts';
 export { createApp, type AppOptions, type Authenticate } from './http/app.ts';

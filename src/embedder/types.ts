@@ -9,6 +9,11 @@ export interface EmbedInput {
   readonly dimensions: number | null;
 }
 
+export interface EmbedOptions {
+  /** Aborting (e.g. the client disconnected) takes the request's waiting texts off the queue. */
+  readonly signal?: AbortSignal;
+}
+
 export interface EmbedOutput {
   /** Unit-norm vectors in input order. */
   readonly vectors: Float32Array[];
@@ -20,7 +25,9 @@ export interface Embedder extends ModelCapabilities {
   readonly settings: ModelSettings;
   /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
   readonly backendName: string;
-  embed(input: EmbedInput): Promise<Result<EmbedOutput>>;
+  embed(input: EmbedInput, options?: EmbedOptions): Promise<Result<EmbedOutput>>;
+  /** Batching totals (padding efficiency = realTokens / paddedTokens). */
+  schedulerStats?(): import('./scheduler.ts').SchedulerStats;
   dispose(): Promise<void>;
 }
 

@@ -134,7 +134,7 @@ export function createApp(options: AppOptions): Hono<Env> {
     const request = validateEmbeddingRequest(body.value, embedder);
     if (!request.ok) return fail(request.problem);
     const { task, overflow_strategy, dimensions } = request.value;
-    const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions });
+    const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions }, { signal: c.req.raw.signal });
     if (!result.ok) return fail(result.problem);
     c.set('inputTokens', result.value.inputTokens);
     return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
@@ -170,7 +170,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       const hasBody = data !== null && method !== 'GET' && method !== 'HEAD';
       if (hasBody && !forwarded.has('content-type')) forwarded.set('content-type', 'application/json');
       forwarded.set('x-request-id', c.get('requestId'));
-      const innerRequest = new Request(new URL(path, 'http://invocation.local'), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined });
+      const innerRequest = new Request(new URL(path, 'http://invocation.local'), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined, signal: c.req.raw.signal });
       innerRequests.add(innerRequest);
       const inner = await app.fetch(innerRequest);
       const tokens = inner.headers.get('x-lexembed-input-tokens');

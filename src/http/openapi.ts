@@ -70,7 +70,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/EmbeddingRequest' } } } },
         responses: {
           '200': { description: 'One embedding per input text, with its index', content: { 'application/json': { schema: { $ref: '#/components/schemas/EmbeddingResponse' } } } },
-          ...byStatus(['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...authCodes, 'requestTooLarge', 'internal']),
+          ...byStatus(['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...authCodes, 'requestTooLarge', 'internal', 'unavailable']),
           ...routing,
         },
       },
@@ -112,7 +112,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/InvocationRequest' } } } },
         responses: {
           '200': { description: "The proxied route's response", content: { 'application/json': { schema: { $ref: '#/components/schemas/EmbeddingResponse' } } } },
-          ...byStatus(['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', 'requestTooLarge', 'internal']),
+          ...byStatus(['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', 'requestTooLarge', 'internal', 'unavailable']),
           ...routing,
         },
       },

@@ -3,7 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEmbedder, DEFAULT_BATCH_LIMITS, type EmbedderHooks } from '../embedder/embedder.ts';
+import { createEmbedder, type EmbedderHooks } from '../embedder/embedder.ts';
+import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../embedder/transformers-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
@@ -19,6 +20,7 @@ export interface LoadModelOptions {
   readonly modelName?: string;
   readonly threads?: number;
   readonly hooks?: EmbedderHooks;
+  readonly limits?: SchedulerLimits;
 }
 
 /** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
@@ -48,5 +50,5 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     device: 'cpu',
     intraOpNumThreads: options.threads ?? availableParallelism(),
   });
-  return createEmbedder(settings, backend, DEFAULT_BATCH_LIMITS, options.hooks);
+  return createEmbedder(settings, backend, options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
 }

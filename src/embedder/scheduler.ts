@@ -1,0 +1,177 @@
+// Cross-request batching between HTTP and the model, in the manner of token-budget dynamic
+// batching servers: sequences from concurrent requests share one queue; each model call takes
+// the oldest waiting sequence (so no request starves) plus the waiting sequences closest to it
+// in length (little padding), under a padded-token budget and a batch-size cap. An idle
+// scheduler runs a lone request at once; the queue is bounded in tokens (backpressure).
+import type { EmbeddingBackend } from './types.ts';
+
+export interface SchedulerLimits {
+  /** Most sequences in one model call. */
+  readonly maxBatchSize: number;
+  /** Most padded tokens (sequences × longest) in one model call. */
+  readonly maxBatchTokens: number;
+  /** Most tokens waiting in the queue; submissions past it are refused. */
+  readonly maxQueueTokens: number;
+}
+
+export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = { maxBatchSize: 64, maxBatchTokens: 16384, maxQueueTokens: 262144 };
+
+export interface SchedulerStats {
+  batches: number;
+  sequences: number;
+  realTokens: number;
+  paddedTokens: number;
+  queuedTokens: number;
+  queuedSequences: number;
+}
+
+export interface SchedulerHooks {
+  onBatch?(size: number, paddedTokens: number): void;
+  onQueueDepth?(sequences: number): void;
+}
+
+export class QueueFullError extends Error {
+  override name = 'QueueFullError';
+}
+
+interface Job {
+  readonly results: Float32Array[];
+  remaining: number;
+  done: boolean;
+  resolve(v: Float32Array[]): void;
+  reject(e: unknown): void;
+}
+interface Item {
+  readonly job: Job;
+  readonly index: number;
+  readonly ids: readonly number[];
+  readonly order: number;
+}
+
+export class BatchScheduler {
+  private queue: Item[] = [];
+  private queuedTokens = 0;
+  private running = false;
+  private arrivals = 0;
+  private readonly totals = { batches: 0, sequences: 0, realTokens: 0, paddedTokens: 0 };
+
+  constructor(
+    private readonly backend: EmbeddingBackend,
+    private readonly limits: SchedulerLimits = DEFAULT_SCHEDULER_LIMITS,
+    private readonly hooks: SchedulerHooks = {},
+  ) {}
+
+  /**
+   * Queues one request's token sequences; resolves with their pooled vectors in input order.
+   * Rejects with QueueFullError when the queue cannot take them, and with the signal's reason
+   * when aborted (its waiting sequences leave the queue).
+   */
+  submit(sequences: readonly (readonly number[])[], signal?: AbortSignal): Promise<Float32Array[]> {
+    const tokens = sequences.reduce((n, s) => n + s.length, 0);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    // One oversized request is still admitted into an empty queue, so nothing valid is refused forever.
+    if (this.queuedTokens > 0 && this.queuedTokens + tokens > this.limits.maxQueueTokens) {
+      return Promise.reject(new QueueFullError(`the queue holds ${this.queuedTokens} tokens; ${tokens} more would pass its limit of ${this.limits.maxQueueTokens}`));
+    }
+    return new Promise((resolve, reject) => {
+      const job: Job = { results: new Array(sequences.length), remaining: sequences.length, done: false, resolve, reject };
+      if (sequences.length === 0) return resolve([]);
+      sequences.forEach((ids, index) => this.queue.push({ job, index, ids, order: this.arrivals++ }));
+      this.queuedTokens += tokens;
+      this.hooks.onQueueDepth?.(this.queue.length);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          if (job.done) return;
+          job.done = true;
+          this.removeJob(job);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
+      void this.pump();
+    });
+  }
+
+  stats(): SchedulerStats {
+    return { ...this.totals, queuedTokens: this.queuedTokens, queuedSequences: this.queue.length };
+  }
+
+  private removeJob(job: Job) {
+    const kept: Item[] = [];
+    for (const item of this.queue) {
+      if (item.job === job) this.queuedTokens -= item.ids.length;
+      else kept.push(item);
+    }
+    this.queue = kept;
+    this.hooks.onQueueDepth?.(this.queue.length);
+  }
+
+  private async pump() {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.queue.length) {
+        const batch = this.takeBatch();
+        const width = Math.max(...batch.map((i) => i.ids.length));
+        const real = batch.reduce((n, i) => n + i.ids.length, 0);
+        this.totals.batches++;
+        this.totals.sequences += batch.length;
+        this.totals.realTokens += real;
+        this.totals.paddedTokens += width * batch.length;
+        this.hooks.onBatch?.(batch.length, width * batch.length);
+        let vectors: Float32Array[] | undefined;
+        let failure: unknown;
+        try {
+          vectors = await this.backend.run(batch.map((i) => i.ids));
+        } catch (error) {
+          failure = error;
+        }
+        for (const [k, item] of batch.entries()) {
+          const { job } = item;
+          if (job.done) continue;
+          if (failure !== undefined) {
+            job.done = true;
+            this.removeJob(job);
+            job.reject(failure);
+            continue;
+          }
+          job.results[item.index] = vectors![k];
+          if (--job.remaining === 0) {
+            job.done = true;
+            job.resolve(job.results);
+          }
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** The oldest item plus its nearest neighbours in length, within the limits. */
+  private takeBatch(): Item[] {
+    const sorted = [...this.queue].sort((a, b) => a.ids.length - b.ids.length || a.order - b.order);
+    let oldest = 0;
+    for (let i = 1; i < sorted.length; i++) if (sorted[i].order < sorted[oldest].order) oldest = i;
+    let lo = oldest;
+    let hi = oldest;
+    const fits = (count: number, width: number) => count <= this.limits.maxBatchSize && count * width <= this.limits.maxBatchTokens;
+    while (hi - lo + 1 < this.limits.maxBatchSize) {
+      const count = hi - lo + 2;
+      const canLeft = lo > 0 && fits(count, sorted[hi].ids.length);
+      const canRight = hi < sorted.length - 1 && fits(count, sorted[hi + 1].ids.length);
+      if (!canLeft && !canRight) break;
+      // Padding added: a shorter sequence pads up to the current width; a longer one widens all.
+      const leftCost = canLeft ? sorted[hi].ids.length - sorted[lo - 1].ids.length : Infinity;
+      const rightCost = canRight ? (sorted[hi + 1].ids.length - sorted[hi].ids.length) * (hi - lo + 1) : Infinity;
+      if (leftCost <= rightCost) lo--;
+      else hi++;
+    }
+    const batch = sorted.slice(lo, hi + 1);
+    const taken = new Set(batch);
+    this.queue = this.queue.filter((i) => !taken.has(i));
+    for (const i of batch) this.queuedTokens -= i.ids.length;
+    this.hooks.onQueueDepth?.(this.queue.length);
+    return batch;
+  }
+}
