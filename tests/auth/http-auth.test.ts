@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { createRedisKeyStore } from '../../src/auth/redis-store.ts';
@@ -54,7 +54,7 @@ describe('API keys over HTTP with the file store', () => {
     await cli('accounts', 'set', 'unsubscribed', '--subscribed', 'false');
     await cli('accounts', 'set', 'inactive', '--active', 'false');
     await cli('accounts', 'set', 'unverified', '--verified', 'false');
-    server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir]);
+    server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', dataDir]);
   });
   afterAll(async () => {
     await server?.stop();
@@ -130,7 +130,7 @@ describe('API keys over HTTP with the file store', () => {
 
   it('keys survive a restart', async () => {
     expect(await server.stop()).toBe(0);
-    server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir]);
+    server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', dataDir]);
     await expectStatus(await post(server.url, `Bearer ${keys.good}`), 200);
     expect(server.output()).not.toContain('development key');
   });
@@ -139,7 +139,7 @@ describe('API keys over HTTP with the file store', () => {
 describe('first start with an empty store', () => {
   it('creates one development key, prints it once, and it works', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-dev-'));
-    const server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir]);
+    const server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', dataDir]);
     try {
       const key = /^(lxk_v1_\S+)$/m.exec(server.output())?.[1];
       expect(key).toBeDefined();

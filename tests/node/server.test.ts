@@ -3,12 +3,12 @@ import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_MODEL_DIR, PROJECT_ROOT } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../../src/node/load-model.ts';
 import { CLI, startServe } from '../support/cli.ts';
 
 describe('lexembed serve', () => {
   let server: Awaited<ReturnType<typeof startServe>>;
-  beforeAll(async () => void (server = await startServe(['--no-auth', '--model', TEST_MODEL_DIR, '--max-body-bytes', '2048'])));
+  beforeAll(async () => void (server = await startServe(['--no-auth', '--model', BUNDLED_MODEL_DIR, '--max-body-bytes', '2048'])));
   afterAll(() => void server?.child.kill('SIGTERM'));
 
   it('answers /health and POST /v1/embeddings over HTTP', async () => {

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, appendFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
 import { CLI, runCli, startServe } from '../support/cli.ts';
 
 let dir: string;
@@ -13,7 +13,7 @@ beforeAll(() => void (dir = mkdtempSync(join(tmpdir(), 'lexembed-embed-'))));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const readOut = (path: string) => readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; embedding: number[] });
-const embed = (input: string, output: string, ...extra: string[]) => runCli(['embed', input, '--output', output, '--model', TEST_MODEL_DIR, ...extra]);
+const embed = (input: string, output: string, ...extra: string[]) => runCli(['embed', input, '--output', output, '--model', BUNDLED_MODEL_DIR, ...extra]);
 
 describe('lexembed embed', () => {
   it('embeds JSONL into {id, embedding} lines with a progress bar showing rate and ETA', async () => {
@@ -65,7 +65,7 @@ describe('lexembed embed', () => {
     expect((await embed(input, reference, '--batch-size', '50')).code).toBe(0);
 
     const output = join(dir, 'big.out.jsonl');
-    const child = spawn(process.execPath, [CLI, 'embed', input, '--output', output, '--model', TEST_MODEL_DIR, '--batch-size', '50'], { stdio: 'ignore' });
+    const child = spawn(process.execPath, [CLI, 'embed', input, '--output', output, '--model', BUNDLED_MODEL_DIR, '--batch-size', '50'], { stdio: 'ignore' });
     await new Promise<void>((resolve) => {
       const poll = setInterval(() => {
         if (existsSync(output) && readFileSync(output, 'utf8').split('\n').length > 200) (clearInterval(poll), resolve());
@@ -90,7 +90,7 @@ describe('lexembed embed', () => {
   });
 
   it('embeds through a remote server with the client library', async () => {
-    const server = await startServe(['--no-auth', '--model', TEST_MODEL_DIR]);
+    const server = await startServe(['--no-auth', '--model', BUNDLED_MODEL_DIR]);
     try {
       const input = join(dir, 'remote.txt');
       writeFileSync(input, 'alpha clause\nbeta clause\n');

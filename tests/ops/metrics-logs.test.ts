@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/key-format.ts';
-import { TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
 import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
 
 const SECRET_TEXT = 'Confidential settlement amount of 4,812,337 dollars';
@@ -17,7 +17,7 @@ describe('metrics and logs', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'lexembed-ops-'));
     key = (await runCli(['keys', 'create', '--account', 'ops', '--data-dir', dataDir])).stdout.trim().split('\n').at(-1)!;
-    server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir]);
+    server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', dataDir]);
   });
   afterAll(async () => {
     await server?.stop();

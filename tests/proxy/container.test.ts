@@ -2,12 +2,12 @@
 // /invocations, no keys, and SIGTERM draining in-flight requests.
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
 import { startServe, type ServerProcess } from '../support/cli.ts';
 
 describe('lexembed serve --deployment proxy', () => {
   let server: ServerProcess;
-  beforeAll(async () => void (server = await startServe(['--deployment', 'proxy', '--host', '127.0.0.1', '--model', TEST_MODEL_DIR])));
+  beforeAll(async () => void (server = await startServe(['--deployment', 'proxy', '--host', '127.0.0.1', '--model', BUNDLED_MODEL_DIR])));
   afterAll(() => server?.stop());
 
   it('answers /ping and needs no key', async () => {

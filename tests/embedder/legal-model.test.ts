@@ -1,0 +1,71 @@
+// The bundled legal-2-embedder: served exactly as trained (tokenizer and vectors agree with the
+// Python recipe), and useful for legal retrieval on a small fixed example.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_MODEL_DIR, loadModelFolder } from '../../src/node/load-model.ts';
+import type { Embedder } from '../../src/embedder/types.ts';
+
+const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
+  cases: { text: string; ids: number[]; vector_head: number[] }[];
+};
+
+let embedder: Embedder;
+beforeAll(async () => void (embedder = await loadModelFolder(BUNDLED_MODEL_DIR)));
+afterAll(() => embedder?.dispose());
+
+const embed = async (texts: string[], extra: { task?: 'retrieval/query' | 'retrieval/document'; dimensions?: number } = {}) => {
+  const r = await embedder.embed({ texts, task: extra.task ?? null, overflowStrategy: 'drop_end', dimensions: extra.dimensions ?? null });
+  if (!r.ok) throw new Error(r.problem.detail ?? '');
+  return r.value;
+};
+const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
+
+describe('bundled legal-2-embedder', () => {
+  it('is a 384-dimension model with 512 max input tokens', () => {
+    expect(embedder.settings.dimensions).toMatchObject({ default: 384, max: 384 });
+    expect(embedder.settings.max_input_tokens).toBe(512);
+  });
+
+  it('tokenises exactly as the training recipe did', async () => {
+    for (const c of parity.cases) {
+      const { inputTokens } = await embed([c.text]);
+      expect(inputTokens, c.text).toBe(c.ids.length);
+    }
+  });
+
+  it('gives the vectors the training recipe computes', async () => {
+    const { vectors } = await embed(parity.cases.map((c) => c.text));
+    parity.cases.forEach((c, i) => c.vector_head.forEach((x, k) => expect(vectors[i][k]).toBeCloseTo(x, 4)));
+  });
+
+  it('ranks the matching provision first for legal queries', async () => {
+    const passages = [
+      'The tenant shall pay the rent on the first day of each month to the landlord at the address given in the lease.',
+      'Every employer shall keep records of the wages, hours of work and overtime of each employee for three years.',
+      'A creditor shall not discriminate against an applicant on a prohibited basis regarding any aspect of a credit transaction.',
+      'Any person who contravenes this section is guilty of an offence and liable on summary conviction to a fine.',
+      'The Minister may, by order, designate any area of land as a wildlife sanctuary and prohibit hunting in it.',
+    ];
+    const queries: [string, number][] = [
+      ['Payment of rent', 0],
+      ['Records of wages and overtime', 1],
+      ['Discrimination in credit', 2],
+      ['Offence and punishment', 3],
+      ['Wildlife sanctuaries', 4],
+    ];
+    const docs = (await embed(passages, { task: 'retrieval/document' })).vectors;
+    const qs = (await embed(queries.map((q) => q[0]), { task: 'retrieval/query' })).vectors;
+    queries.forEach(([q, expected], i) => {
+      const scores = docs.map((d) => dot(qs[i], d));
+      expect(scores.indexOf(Math.max(...scores)), q).toBe(expected);
+    });
+  });
+
+  it('keeps its ranking on a Matryoshka prefix (128 dimensions)', async () => {
+    const docs = (await embed(['Termination of the agreement by notice', 'Payment of annual fees'], { dimensions: 128 })).vectors;
+    const [q] = (await embed(['How can the agreement be terminated?'], { dimensions: 128 })).vectors;
+    expect(docs[0]).toHaveLength(128);
+    expect(dot(q, docs[0])).toBeGreaterThan(dot(q, docs[1]));
+  });
+});
