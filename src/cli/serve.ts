@@ -17,6 +17,7 @@ export const SERVE_OPTIONS = {
   'docs-url': { env: 'LEXEMBED_DOCS_URL', default: '/docs', help: 'base of problem type URIs' },
   'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), help: 'largest request body accepted (413 above)' },
   threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads (0: one per core)' },
+  inference: { env: 'LEXEMBED_INFERENCE', default: 'worker', help: 'where the model runs: worker (a worker thread; keeps HTTP responsive) or main' },
   'no-auth': { env: 'LEXEMBED_NO_AUTH', boolean: true, help: 'serve without API keys (local experiments only; warns)' },
   'cors-origins': { env: 'LEXEMBED_CORS_ORIGINS', default: '', help: 'comma-separated origins browsers may call from, or * (default: CORS off)' },
   ...STORE_OPTIONS,
@@ -30,6 +31,7 @@ const ServeConfigSchema = StoreConfigSchema.extend({
   'model-name': z.string(),
   'docs-url': z.string().min(1, { error: 'must not be empty' }),
   'max-body-bytes': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
+  inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
   'cors-origins': z
@@ -84,6 +86,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   const embedder = loadModelFolder(config.model, {
     modelName: config['model-name'] || undefined,
     threads: config.threads || undefined,
+    inference: config.inference,
     hooks: { onBatch: metrics.observeBatch, onQueueDepth: metrics.setQueueDepth },
   });
   embedder.catch(() => {});

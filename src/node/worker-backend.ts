@@ -1,0 +1,60 @@
+// An EmbeddingBackend that tokenises on the calling thread and runs the model in a worker
+// thread, so the event loop keeps serving HTTP (and /health) while a batch runs.
+import { Worker } from 'node:worker_threads';
+import { AutoTokenizer, env } from '@huggingface/transformers';
+import type { TransformersBackendOptions } from '../embedder/transformers-backend.ts';
+import type { EmbeddingBackend } from '../embedder/types.ts';
+
+export async function createWorkerBackend(options: TransformersBackendOptions): Promise<EmbeddingBackend> {
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.localModelPath = options.localModelPath;
+  const tokenizer = await AutoTokenizer.from_pretrained(options.modelId);
+  const worker = new Worker(new URL('./inference-worker.mjs', import.meta.url), { workerData: options });
+  const pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
+  let nextId = 0;
+  let dead: Error | undefined;
+
+  await new Promise<void>((resolve, reject) => {
+    const onMessage = (m: { type: string; message?: string }) => {
+      if (m.type === 'ready') resolve();
+      else if (m.type === 'failed') reject(new Error(m.message));
+    };
+    worker.once('message', onMessage);
+    worker.once('error', reject);
+  });
+  worker.on('message', (m: { type: string; id: number; vectors?: Float32Array[]; message?: string }) => {
+    const waiter = pending.get(m.id);
+    if (!waiter) return;
+    pending.delete(m.id);
+    if (m.type === 'result') waiter.resolve(m.vectors!);
+    else waiter.reject(new Error(m.message));
+  });
+  const failAll = (error: Error) => {
+    dead = error;
+    for (const w of pending.values()) w.reject(error);
+    pending.clear();
+  };
+  worker.on('error', (error) => failAll(error instanceof Error ? error : new Error(String(error))));
+  worker.on('exit', (code) => failAll(new Error(`the inference worker exited (code ${code})`)));
+
+  return {
+    name: `transformers.js (${options.device ?? 'cpu'}, worker thread)`,
+    encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
+    run(batch) {
+      if (dead) return Promise.reject(dead);
+      return new Promise((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, { resolve, reject });
+        worker.postMessage({ type: 'run', id, batch: batch.map((s) => [...s]) });
+      });
+    },
+    async dispose() {
+      if (dead) return;
+      const done = new Promise<void>((resolve) => worker.once('message', () => resolve()));
+      worker.postMessage({ type: 'dispose' });
+      await Promise.race([done, new Promise((r) => setTimeout(r, 2000))]);
+      await worker.terminate();
+    },
+  };
+}
