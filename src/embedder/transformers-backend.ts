@@ -13,6 +13,8 @@ export interface TransformersBackendOptions {
   /** transformers.js device, e.g. 'cpu' (onnxruntime-node), 'wasm', 'webgpu'. */
   readonly device?: string;
   readonly intraOpNumThreads?: number;
+  /** Download progress of model files, 0–1 (browsers). */
+  readonly progress?: (fraction: number, file: string) => void;
 }
 
 export async function createTransformersBackend(options: TransformersBackendOptions): Promise<EmbeddingBackend> {
@@ -20,8 +22,14 @@ export async function createTransformersBackend(options: TransformersBackendOpti
   env.allowLocalModels = true;
   env.localModelPath = options.localModelPath;
   const device = options.device ?? 'cpu';
-  const tokenizer = await AutoTokenizer.from_pretrained(options.modelId);
+  const progress_callback = options.progress
+    ? (p: { status: string; file?: string; progress?: number }) => {
+        if (p.status === 'progress' && typeof p.progress === 'number') options.progress!(p.progress / 100, p.file ?? '');
+      }
+    : undefined;
+  const tokenizer = await AutoTokenizer.from_pretrained(options.modelId, { progress_callback });
   const model = await AutoModel.from_pretrained(options.modelId, {
+    progress_callback,
     dtype: options.settings.dtype,
     device: device as 'cpu',
     session_options: options.intraOpNumThreads ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 } : undefined,

@@ -1,0 +1,94 @@
+// The local client: the same `embeddings.create()` as the HTTP client, with the same responses
+// and typed errors, computed in this page, worker or edge isolate by transformers.js on
+// onnxruntime-web (WebGPU or WASM). Every asset comes from URLs the application serves.
+import { env } from '@huggingface/transformers';
+import { buildEmbeddingResponse, textsOf, toProblemDocument, validateEmbeddingRequest, type EmbeddingResponse, type Problem } from '../contract/index.ts';
+import { makeAPIError } from '../client/errors.ts';
+import type { EmbeddingCreateParams } from '../client/index.ts';
+import { createEmbedder } from '../embedder/embedder.ts';
+import { parseModelSettings } from '../embedder/settings.ts';
+import { createTransformersBackend } from '../embedder/transformers-backend.ts';
+import type { Embedder } from '../embedder/types.ts';
+import { chooseDevice, type DeviceChoice, type LocalDevice } from './device.ts';
+
+export interface LocalClientOptions {
+  /** URL path of the model folder, e.g. '/models/legal-2-embedder/' (served by the application). */
+  model: string;
+  device?: LocalDevice;
+  /** URLs of onnxruntime-web's asyncify build: { mjs, wasm } (default '/ort/ort-wasm-simd-threaded.asyncify.*'). */
+  wasmPaths?: { mjs: string; wasm: string };
+  /** WASM threads (needs cross-origin isolation; default: what the runtime offers, at most 4). */
+  numThreads?: number;
+  /** Allow a software-fallback WebGPU adapter under 'auto' (default false: WASM is faster). */
+  allowFallbackAdapter?: boolean;
+  /** Base of problem `type` URIs (default '/docs', as the server). */
+  docsUrl?: string;
+  /** Model-file download progress, 0–1. */
+  onProgress?: (fraction: number, file: string) => void;
+}
+
+export interface LocalClient {
+  readonly embeddings: { create(params: EmbeddingCreateParams): Promise<EmbeddingResponse> };
+  /** Where the model runs and why; resolves once the model is loaded. */
+  readonly ready: Promise<DeviceChoice & { loadMs: number }>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * @example const client = createLocalClient({ model: '/models/legal-2-embedder/' });
+ *          const { embeddings } = await client.embeddings.create({ model: 'legal-2-embedder', texts: ['Lease'] });
+ */
+export function createLocalClient(options: LocalClientOptions): LocalClient {
+  const docsUrl = options.docsUrl ?? '/docs';
+  const loading = load(options);
+  loading.catch(() => {});
+  return {
+    embeddings: {
+      async create(params) {
+        const { embedder } = await loading;
+        const request = validateEmbeddingRequest(params, embedder);
+        if (!request.ok) throw toError(request.problem, docsUrl);
+        const { task, overflow_strategy, dimensions } = request.value;
+        const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions });
+        if (!result.ok) throw toError(result.problem, docsUrl);
+        return buildEmbeddingResponse(result.value.vectors, result.value.inputTokens);
+      },
+    },
+    ready: loading.then(({ choice, loadMs }) => ({ ...choice, loadMs })),
+    async dispose() {
+      await (await loading).embedder.dispose();
+    },
+  };
+}
+
+async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; choice: DeviceChoice; loadMs: number }> {
+  const started = performance.now();
+  const base = options.model.endsWith('/') ? options.model : `${options.model}/`;
+  const parts = base.replace(/\/+$/, '').split('/');
+  const modelId = parts.pop()!;
+  const root = parts.join('/') + '/';
+  const onnx = env.backends.onnx as { wasm?: { wasmPaths?: unknown; numThreads?: number; proxy?: boolean } };
+  if (onnx.wasm) {
+    onnx.wasm.wasmPaths = options.wasmPaths ?? { mjs: '/ort/ort-wasm-simd-threaded.asyncify.mjs', wasm: '/ort/ort-wasm-simd-threaded.asyncify.wasm' };
+    const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
+    const cores = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1;
+    onnx.wasm.numThreads = options.numThreads ?? (isolated ? Math.min(4, cores) : 1);
+  }
+  const settingsResponse = await fetch(`${base}lexembed.json`);
+  if (!settingsResponse.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${settingsResponse.status}); serve the model folder at ${base}`);
+  const settings = parseModelSettings(await settingsResponse.json(), `${base}lexembed.json`);
+  const choice = await chooseDevice(options.device ?? 'auto', options.allowFallbackAdapter);
+  const backend = await createTransformersBackend({
+    modelId,
+    localModelPath: root,
+    settings,
+    device: choice.device,
+    progress: options.onProgress,
+  });
+  return { embedder: createEmbedder(settings, backend), choice, loadMs: performance.now() - started };
+}
+
+function toError(problem: Problem, docsUrl: string) {
+  const doc = toProblemDocument(problem, docsUrl);
+  return makeAPIError(doc.status, doc, new Headers({ 'content-type': 'application/problem+json', ...problem.headers }));
+}

@@ -1,0 +1,72 @@
+// The built demo in a real Chromium, offline: the model loads from the app's own files, the
+// fixed query ranks the expected passage first, on WASM and on WebGPU (software adapter).
+import { expect, test, type Page } from '@playwright/test';
+import { create, offline, searchAndCheck } from './helpers.ts';
+import { cosine, nodeVectors, PARITY_TEXTS } from './parity.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli, startServe } from '../support/cli.ts';
+
+test('loads offline on WASM, shows progress and backend, ranks the expected passage first', async ({ page }) => {
+  const external = await offline(page);
+  const requested: string[] = [];
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  await page.goto('/?device=wasm');
+  await expect(page.locator('#load-progress')).toBeVisible();
+  await searchAndCheck(page, 'wasm');
+  await expect(page.locator('body')).toHaveAttribute('data-backend', 'wasm');
+  await expect(page.locator('#status')).toContainText('Backend: wasm — WASM was requested');
+  expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
+  expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model.onnx'))).toBe(true);
+  expect(requested.some((p) => /ort-wasm-simd-threaded\.asyncify-.*\.wasm$/.test(p))).toBe(true);
+  expect(external).toEqual([]);
+});
+
+test('auto picks WASM when no WebGPU adapter is available, and says why', async ({ page }) => {
+  await offline(page);
+  await page.goto('/?device=auto');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  await expect(page.locator('body')).toHaveAttribute('data-backend', 'wasm');
+  await expect(page.locator('#status')).toContainText(/no WebGPU adapter|navigator\.gpu is missing|software fallback/);
+});
+
+
+test('the in-page client gives the Node server\'s vectors and the same typed errors', async ({ page }) => {
+  await offline(page);
+  await page.goto('/?device=wasm');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  const local = await create(page, { model: 'legal-2-embedder', texts: PARITY_TEXTS, task: 'retrieval/document' });
+  expect(local.type).toBe('created');
+  const expected = await nodeVectors(PARITY_TEXTS);
+  local.response.embeddings.forEach((e: { index: number; embedding: number[] }, i: number) => {
+    expect(e.index).toBe(i);
+    expect(cosine(e.embedding, expected[i])).toBeGreaterThanOrEqual(0.999);
+  });
+  const bad = await create(page, { model: 'legal-2-embedder', texts: ['ok', '  '] });
+  expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, title: 'Validation error', detail: 'texts[1] must contain at least one non-whitespace character', errorType: '/docs/api-reference/errors#400-validation-error' });
+  const dims = await create(page, { model: 'legal-2-embedder', texts: 'x', dimensions: 385 });
+  expect(dims).toMatchObject({ name: 'BadRequestError', title: 'Unsupported embedding dimension error' });
+});
+
+test('the switch points the page at a lexembed server (CORS, API key)', async ({ page }) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-demo-'));
+  const key = (await runCli(['keys', 'create', '--account', 'demo', '--data-dir', dataDir])).stdout.trim().split('\n').at(-1)!;
+  const server = await startServe(['--data-dir', dataDir, '--cors-origins', 'http://127.0.0.1:4173']);
+  try {
+    await offline(page);
+    await page.goto('/?device=wasm');
+    await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+    await page.check('input[name=mode][value=remote]');
+    await page.fill('#server-url', `${server.url}/v1`);
+    await page.fill('#api-key', key);
+    await page.click('#apply');
+    await expect(page.locator('body')).toHaveAttribute('data-backend', 'server', { timeout: 30_000 });
+    await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+    await searchAndCheck(page, 'server');
+    await expect(page.locator('#status')).toContainText(`lexembed server at ${server.url}/v1`);
+  } finally {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

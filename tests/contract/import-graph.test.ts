@@ -1,0 +1,50 @@
+// Guard: nothing on the browser or edge path imports Node built-ins or Node-only packages.
+import { existsSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const NODE_ONLY = new Set(['onnxruntime-node', '@hono/node-server', 'prom-client', 'ioredis', 'tsx', 'autocannon', 'webgpu', ...builtinModules]);
+const ENTRIES = ['src/local/client.ts', 'src/client/index.ts', 'src/contract/index.ts', 'web-demo/src/main.ts', 'web-demo/src/worker.ts', 'edge/worker.ts'];
+
+function walk(entry: string): { files: string[]; packages: Map<string, string> } {
+  const files: string[] = [];
+  const packages = new Map<string, string>();
+  const queue = [resolve(ROOT, entry)];
+  const seen = new Set<string>();
+  while (queue.length) {
+    const file = queue.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    files.push(file);
+    const source = readFileSync(file, 'utf8');
+    for (const m of source.matchAll(/(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      if (m[2]) continue; // type-only imports vanish at run time
+      const specifier = m[3] ?? m[4];
+      if (specifier.startsWith('.')) {
+        const target = resolve(dirname(file), specifier.replace(/\?.*$/, ''));
+        if (/\.(ts|mjs|js)$/.test(target) && existsSync(target)) queue.push(target);
+      } else {
+        packages.set(specifier.replace(/\?.*$/, ''), file.slice(ROOT.length + 1));
+      }
+    }
+  }
+  return { files, packages };
+}
+
+it.each(ENTRIES.filter((e) => existsSync(join(ROOT, e))))('%s imports no Node built-in or Node-only package', (entry) => {
+  const { files, packages } = walk(entry);
+  expect(files.length).toBeGreaterThan(0);
+  for (const [pkg, from] of packages) {
+    const name = pkg.startsWith('node:') ? pkg : pkg.split('/').slice(0, pkg.startsWith('@') ? 2 : 1).join('/');
+    expect(pkg.startsWith('node:') || NODE_ONLY.has(name), `${from} imports ${pkg}`).toBe(false);
+  }
+});
+
+it('the walk sees through the local client to transformers.js and the contract', () => {
+  const { files, packages } = walk('src/local/client.ts');
+  expect([...packages.keys()]).toContain('@huggingface/transformers');
+  expect(files.some((f) => f.endsWith('src/contract/request.ts'))).toBe(true);
+  expect(files.some((f) => f.endsWith('src/embedder/scheduler.ts'))).toBe(true);
+});

@@ -1,0 +1,16 @@
+// Messages between the demo page and its model worker.
+export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm' } | { kind: 'remote'; baseURL: string; apiKey: string };
+
+export type ToWorker =
+  | { type: 'init'; mode: Mode }
+  | { type: 'embed'; id: number; texts: string[]; task: 'retrieval/query' | 'retrieval/document' }
+  /** Any request, as an application would send it (used by the browser tests). */
+  | { type: 'create'; id: number; params: unknown };
+
+export type FromWorker =
+  | { type: 'progress'; fraction: number; file: string }
+  | { type: 'ready'; backend: string; reason: string; loadMs: number }
+  | { type: 'failed'; message: string }
+  | { type: 'embedded'; id: number; vectors: number[][]; ms: number; inputTokens: number }
+  | { type: 'created'; id: number; response: unknown }
+  | { type: 'error'; id: number; message: string; name?: string; status?: number; title?: string; detail?: string | null; errorType?: string };

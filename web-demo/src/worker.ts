@@ -1,0 +1,54 @@
+// The demo's model worker: the in-page model (createLocalClient) or a lexembed server (Lexembed
+// client) behind one `embeddings.create()`, off the page's main thread.
+import { Lexembed, APIError } from '../../src/client/index.ts';
+import { createLocalClient } from '../../src/local/client.ts';
+import type { FromWorker, ToWorker } from './protocol.ts';
+// onnxruntime-web's asyncify build, emitted by Vite as assets of this app (once: the runtime's
+// own reference to the .wasm resolves to the same file).
+import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
+import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+
+type Creator = { embeddings: Pick<Lexembed['embeddings'], 'create'> };
+let client: Creator | undefined;
+const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
+
+self.onmessage = async (event: MessageEvent<ToWorker>) => {
+  const message = event.data;
+  if (message.type === 'init') {
+    try {
+      if (message.mode.kind === 'local') {
+        const local = createLocalClient({
+          model: new URL('models/legal-2-embedder/', self.location.origin + import.meta.env.BASE_URL).pathname,
+          device: message.mode.device,
+          wasmPaths: { mjs: new URL(ortMjsUrl, self.location.href).href, wasm: new URL(ortWasmUrl, self.location.href).href },
+          onProgress: (fraction, file) => post({ type: 'progress', fraction, file }),
+        });
+        const ready = await local.ready;
+        client = local;
+        post({ type: 'ready', backend: ready.device, reason: ready.reason, loadMs: ready.loadMs });
+      } else {
+        const started = performance.now();
+        const remote = new Lexembed({ baseURL: message.mode.baseURL, apiKey: message.mode.apiKey || null, maxRetries: 1 });
+        await remote.embeddings.create({ model: 'legal-2-embedder', texts: 'ping' });
+        client = remote;
+        post({ type: 'ready', backend: 'server', reason: `lexembed server at ${message.mode.baseURL}`, loadMs: performance.now() - started });
+      }
+    } catch (error) {
+      post({ type: 'failed', message: (error as Error).message });
+    }
+    return;
+  }
+  if (!client) return post({ type: 'error', id: message.id, message: 'the model is not loaded yet' });
+  const started = performance.now();
+  try {
+    if (message.type === 'create') {
+      const response = await client.embeddings.create(message.params as Parameters<Lexembed['embeddings']['create']>[0]);
+      return post({ type: 'created', id: message.id, response });
+    }
+    const r = await client.embeddings.create({ model: 'legal-2-embedder', texts: message.texts, task: message.task });
+    post({ type: 'embedded', id: message.id, vectors: r.embeddings.map((e) => e.embedding), ms: performance.now() - started, inputTokens: r.usage.input_tokens });
+  } catch (error) {
+    const e = error as APIError;
+    post({ type: 'error', id: message.id, message: e.message, name: e.name, status: e.status, title: e.title, detail: e.detail, errorType: e.type });
+  }
+};
