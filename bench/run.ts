@@ -27,6 +27,7 @@ const { values } = parseArgs({
     'skip-naive': { type: 'boolean', default: false },
     inference: { type: 'string', default: 'worker' },
     threads: { type: 'string', default: '0' },
+    'max-batch-tokens': { type: 'string', default: '512' },
     json: { type: 'string', default: join(PROJECT_ROOT, 'bench-results', 'bench.json') },
   },
 });
@@ -39,7 +40,8 @@ if (!existsSync(join(modelDir, 'onnx', 'model.onnx'))) {
 }
 const duration = Number(values.duration);
 const threads = Number(values.threads) || availableParallelism();
-const serverArgs = ['--inference', values.inference!, '--threads', String(threads)];
+const maxBatchTokens = Number(values['max-batch-tokens']);
+const serverArgs = ['--inference', values.inference!, '--threads', String(threads), '--max-batch-tokens', String(maxBatchTokens)];
 const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
 
 env.allowRemoteModels = false;
@@ -63,7 +65,7 @@ function workloadTexts(name: string): string[] {
 }
 
 console.log(`lexembed benchmark — model ${modelDir}`);
-console.log(`node ${process.version}, ${threads} cores, onnxruntime-node intra-op threads ${threads}, autocannon ${duration}s per run\n`);
+console.log(`node ${process.version}, ${availableParallelism()} cores, onnxruntime-node intra-op threads ${threads}, max batch tokens ${maxBatchTokens}, autocannon ${duration}s per run\n`);
 const results: Record<string, unknown>[] = [];
 const table: string[] = [];
 const row = (r: Record<string, any>) => {
@@ -80,7 +82,7 @@ const header = 'workload path                     conc   texts/s   tokens/s   p5
 console.log(header);
 
 const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
-const embedder = await loadModelFolder(modelDir, { threads });
+const embedder = await loadModelFolder(modelDir, { threads, limits: { maxBatchSize: 64, maxBatchTokens, maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 } });
 const health: number[] = [];
 for (const name of values.workloads!.split(',')) {
   const texts = workloadTexts(name);
@@ -93,7 +95,7 @@ for (const name of values.workloads!.split(',')) {
   const batches: number[][][] = [];
   for (let i = 0; i < sorted.length; ) {
     let j = i + 1;
-    while (j < sorted.length && j - i < 64 && (j - i + 1) * sorted[j].length <= 16384) j++;
+    while (j < sorted.length && j - i < 64 && (j - i + 1) * sorted[j].length <= maxBatchTokens) j++;
     batches.push(sorted.slice(i, j));
     i = j;
   }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
+import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
 import { describeOptions, parseOptions } from './options.ts';
@@ -17,6 +18,9 @@ export const SERVE_OPTIONS = {
   'docs-url': { env: 'LEXEMBED_DOCS_URL', default: '/docs', help: 'base of problem type URIs' },
   'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), help: 'largest request body accepted (413 above)' },
   threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads (0: one per core)' },
+  'max-batch-tokens': { env: 'LEXEMBED_MAX_BATCH_TOKENS', default: '512', help: 'most padded tokens per model call (512 suits a 2-core CPU; raise on a GPU)' },
+  'max-batch-size': { env: 'LEXEMBED_MAX_BATCH_SIZE', default: '64', help: 'most texts per model call' },
+  'max-queue-tokens': { env: 'LEXEMBED_MAX_QUEUE_TOKENS', default: '262144', help: 'tokens waiting before new requests get 503 + Retry-After' },
   inference: { env: 'LEXEMBED_INFERENCE', default: 'worker', help: 'where the model runs: worker (a worker thread; keeps HTTP responsive) or main' },
   'no-auth': { env: 'LEXEMBED_NO_AUTH', boolean: true, help: 'serve without API keys (local experiments only; warns)' },
   'cors-origins': { env: 'LEXEMBED_CORS_ORIGINS', default: '', help: 'comma-separated origins browsers may call from, or * (default: CORS off)' },
@@ -31,6 +35,9 @@ const ServeConfigSchema = StoreConfigSchema.extend({
   'model-name': z.string(),
   'docs-url': z.string().min(1, { error: 'must not be empty' }),
   'max-body-bytes': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
+  'max-batch-tokens': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
+  'max-batch-size': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
+  'max-queue-tokens': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
@@ -87,6 +94,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     modelName: config['model-name'] || undefined,
     threads: config.threads || undefined,
     inference: config.inference,
+    limits: { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: config['max-batch-tokens'], maxBatchSize: config['max-batch-size'], maxQueueTokens: config['max-queue-tokens'] },
     hooks: { onBatch: metrics.observeBatch, onQueueDepth: metrics.setQueueDepth },
   });
   embedder.catch(() => {});

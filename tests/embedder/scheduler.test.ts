@@ -100,6 +100,23 @@ describe('BatchScheduler', () => {
     expect(st.realTokens / st.paddedTokens).toBeGreaterThan(0.9);
   });
 
+  it('keeps each batch at the minimum padding efficiency (a long text is not padded with short ones)', async () => {
+    const g = gatedBackend();
+    const s = new BatchScheduler(g.backend, { maxBatchSize: 64, maxBatchTokens: 100_000, maxQueueTokens: 100_000, minPaddingEfficiency: 0.9 });
+    const blocker = s.submit([seq(2)]);
+    await Promise.resolve();
+    const lengths = [500, 12, 14, 480, 13, 120, 15, 490, 118, 12];
+    const pending = lengths.map((n, i) => s.submit([seq(n, i * 1000)]));
+    await g.runFreely();
+    await Promise.all([blocker, ...pending]);
+    for (const call of g.calls.slice(1)) {
+      const width = Math.max(...call.map((c) => c.length));
+      const real = call.reduce((n, c) => n + c.length, 0);
+      expect(real / (width * call.length)).toBeGreaterThanOrEqual(0.9);
+    }
+    expect(g.calls.length).toBeLessThan(lengths.length + 1); // still batched: similar lengths went together
+  });
+
   it('is fair: the oldest waiting text is in the next batch, so long texts do not starve', async () => {
     const g = gatedBackend();
     const s = new BatchScheduler(g.backend, { maxBatchSize: 4, maxBatchTokens: 200, maxQueueTokens: 100_000 });
