@@ -1,0 +1,83 @@
+// The edge entry in workerd (through miniflare), with real requests: the bundled worker, the
+// runtime's .wasm as a compiled module, the model from a service binding, keys injected.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Miniflare } from 'miniflare';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryKeyStore } from '../../src/auth/memory-store.ts';
+import { createKey } from '../../src/auth/service.ts';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../../src/node/load-model.ts';
+
+const DIST = join(PROJECT_ROOT, 'edge', 'dist');
+let mf: Miniflare;
+let key: string;
+
+beforeAll(async () => {
+  await import(join(PROJECT_ROOT, 'edge', 'build.mjs'));
+  const store = createMemoryKeyStore();
+  ({ key } = await createKey(store, { account: 'edge' }));
+  const injected = JSON.stringify({ keys: await store.listKeys(), accounts: await store.listAccounts() });
+  mf = new Miniflare({
+    modules: [
+      { type: 'ESModule', path: join(DIST, 'worker.mjs') },
+      { type: 'CompiledWasm', path: join(DIST, 'ort-wasm-simd-threaded.asyncify.wasm') },
+    ],
+    modulesRoot: DIST,
+    compatibilityDate: '2026-04-01',
+    cf: false, // no network: do not fetch the Request.cf placeholder data
+    bindings: { LEXEMBED_KEYS: injected },
+    serviceBindings: {
+      // The model folder, as an assets or R2-backed service would serve it.
+      MODEL: async (request: { url: string }) => {
+        const file = new URL(request.url).pathname.slice(1);
+        try {
+          return new Response(readFileSync(join(BUNDLED_MODEL_DIR, file)));
+        } catch {
+          return new Response('not found', { status: 404 });
+        }
+      },
+    },
+  });
+}, 120_000);
+afterAll(() => mf?.dispose());
+
+const post = (body: unknown, authorization?: string) =>
+  mf.dispatchFetch('http://edge.local/v1/embeddings', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+    body: JSON.stringify(body),
+  });
+
+describe('edge worker in workerd', () => {
+  it('embeds with the bundled model, matching the Node server', async () => {
+    const texts = ['Overtime pay for hours beyond forty in a workweek', 'Security deposit returned within 45 days'];
+    const res = await post({ model: 'legal-2-embedder', texts, dimensions: 256 }, `Bearer ${key}`);
+    const body = (await res.json()) as { embeddings: { index: number; embedding: number[] }[]; usage: { input_tokens: number } };
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    const node = await loadModelFolder(BUNDLED_MODEL_DIR, { inference: 'main' });
+    const r = await node.embed({ texts, task: null, overflowStrategy: 'drop_end', dimensions: 256 });
+    await node.dispose();
+    if (!r.ok) throw new Error('node embed failed');
+    expect(body.usage.input_tokens).toBe(r.value.inputTokens);
+    body.embeddings.forEach((e, i) => {
+      expect(e.index).toBe(i);
+      const cos = e.embedding.reduce((s, x, k) => s + x * r.value.vectors[i][k], 0);
+      expect(cos).toBeGreaterThanOrEqual(0.999);
+    });
+  }, 120_000);
+
+  it('answers a validation error as a problem', async () => {
+    const res = await post({ model: 'legal-2-embedder', texts: ['ok', ' '] }, `Bearer ${key}`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(await res.json()).toMatchObject({ title: 'Validation error', detail: 'texts[1] must contain at least one non-whitespace character' });
+  });
+
+  it('answers 401 without a key, and with a key the store does not hold', async () => {
+    const none = await post({ model: 'legal-2-embedder', texts: 'x' });
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as { title: string }).title).toBe('Incorrect API key error');
+    const other = await createKey(createMemoryKeyStore(), { account: 'elsewhere' });
+    expect((await post({ model: 'legal-2-embedder', texts: 'x' }, `Bearer ${other.key}`)).status).toBe(401);
+  });
+});
