@@ -4,7 +4,10 @@
 //   (c) the lexembed HTTP server under concurrent load from autocannon
 //   (d) a naive server calling the transformers.js pipeline once per request
 // Workloads short (~16 tokens), medium (~128), long (~512), mixed; concurrency 1 and 64.
+// With --devices cpu,webgpu, (b) and (c) also run on the WebGPU path (src/node/webgpu.ts) beside
+// onnxruntime-node, on the same texts.
 // Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive]
+//        [--devices cpu,webgpu] [--gpu-adapter NVIDIA] [--webgpu-max-batch-tokens 8192]
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,6 +31,9 @@ const { values } = parseArgs({
     inference: { type: 'string', default: 'worker' },
     threads: { type: 'string', default: '0' },
     'max-batch-tokens': { type: 'string', default: '512' },
+    devices: { type: 'string', default: 'cpu' },
+    'gpu-adapter': { type: 'string', default: '' },
+    'webgpu-max-batch-tokens': { type: 'string', default: '8192' },
     json: { type: 'string', default: join(PROJECT_ROOT, 'bench-results', 'bench.json') },
   },
 });
@@ -41,7 +47,14 @@ if (!existsSync(join(modelDir, 'onnx', 'model.onnx'))) {
 const duration = Number(values.duration);
 const threads = Number(values.threads) || availableParallelism();
 const maxBatchTokens = Number(values['max-batch-tokens']);
-const serverArgs = ['--inference', values.inference!, '--threads', String(threads), '--max-batch-tokens', String(maxBatchTokens)];
+const devices = values.devices!.split(',').map((d) => d.trim());
+for (const d of devices) if (d !== 'cpu' && d !== 'webgpu') (console.error(`--devices: "${d}" is not cpu or webgpu`), process.exit(2));
+const gpuAdapter = values['gpu-adapter'] || undefined;
+const batchTokensFor = (device: string) => (device === 'webgpu' ? Number(values['webgpu-max-batch-tokens']) : maxBatchTokens);
+const serverArgs = (device: string) => [
+  '--inference', values.inference!, '--threads', String(threads), '--max-batch-tokens', String(batchTokensFor(device)),
+  '--device', device, ...(gpuAdapter ? ['--gpu-adapter', gpuAdapter] : []),
+];
 const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
 
 env.allowRemoteModels = false;
@@ -65,24 +78,30 @@ function workloadTexts(name: string): string[] {
 }
 
 console.log(`lexembed benchmark — model ${modelDir}`);
-console.log(`node ${process.version}, ${availableParallelism()} cores, onnxruntime-node intra-op threads ${threads}, max batch tokens ${maxBatchTokens}, autocannon ${duration}s per run\n`);
+console.log(`node ${process.version}, ${availableParallelism()} cores, onnxruntime-node intra-op threads ${threads}, max batch tokens ${maxBatchTokens}, autocannon ${duration}s per run`);
+console.log(`devices: ${devices.join(', ')}${devices.includes('webgpu') ? ` (webgpu max batch tokens ${batchTokensFor('webgpu')})` : ''}\n`);
 const results: Record<string, unknown>[] = [];
 const table: string[] = [];
 const row = (r: Record<string, any>) => {
   results.push(r);
   const line = [
-    r.workload.padEnd(7), r.path.padEnd(24), String(r.concurrency ?? '-').padStart(4),
+    r.workload.padEnd(7), r.path.padEnd(30), String(r.concurrency ?? '-').padStart(4),
     fmt(r.texts_per_s, 9), fmt(r.tokens_per_s, 10), fmt(r.p50_ms, 8, 1), fmt(r.p99_ms, 8, 1),
     r.padding_efficiency === undefined ? '       -' : `${(r.padding_efficiency * 100).toFixed(1).padStart(7)}%`, fmt(r.peak_rss_mb, 8),
   ].join(' ');
   table.push(line);
   console.log(line);
 };
-const header = 'workload path                     conc   texts/s   tokens/s   p50 ms   p99 ms  padding  peakMB';
-console.log(header);
+const header = 'workload path                           conc   texts/s   tokens/s   p50 ms   p99 ms  padding  peakMB';
 
 const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
-const embedder = await loadModelFolder(modelDir, { threads, limits: { maxBatchSize: 64, maxBatchTokens, maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 } });
+const embedders = new Map<string, Awaited<ReturnType<typeof loadModelFolder>>>();
+for (const device of devices) {
+  const e = await loadModelFolder(modelDir, { threads, device: device as 'cpu', gpuAdapter, limits: { maxBatchSize: 64, maxBatchTokens: batchTokensFor(device), maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 } });
+  embedders.set(device, e);
+  console.log(`${device}: ${e.backendName}${e.deviceReason ? ` — ${e.deviceReason}` : ''}`);
+}
+console.log(header);
 const health: number[] = [];
 for (const name of values.workloads!.split(',')) {
   const texts = workloadTexts(name);
@@ -110,33 +129,41 @@ for (const name of values.workloads!.split(',')) {
     await runRaw([x]);
     single.push(performance.now() - t);
   }
-  row({ workload: name, path: '(a) raw onnxruntime', texts_per_s: texts.length / rawSeconds, tokens_per_s: tokens / rawSeconds, p50_ms: pct(single, 50), p99_ms: pct(single, 99), padding_efficiency: tokens / padded, peak_rss_mb: peakRssMb(process.pid), mean_tokens: meanTokens });
+  row({ workload: name, path: '(a) raw onnxruntime', device: 'cpu', texts_per_s: texts.length / rawSeconds, tokens_per_s: tokens / rawSeconds, p50_ms: pct(single, 50), p99_ms: pct(single, 99), padding_efficiency: tokens / padded, peak_rss_mb: peakRssMb(process.pid), mean_tokens: meanTokens });
 
   // (b) the library: all texts as concurrent 128-text calls, so the scheduler sees them together.
-  const before = embedder.schedulerStats!();
-  const tb = performance.now();
-  const calls: Promise<unknown>[] = [];
-  for (let i = 0; i < texts.length; i += 128) calls.push(embedder.embed({ texts: texts.slice(i, i + 128), task: null, overflowStrategy: 'drop_end', dimensions: null }));
-  await Promise.all(calls);
-  const libSeconds = (performance.now() - tb) / 1000;
-  const after = embedder.schedulerStats!();
-  row({ workload: name, path: '(b) embedder library', texts_per_s: texts.length / libSeconds, tokens_per_s: tokens / libSeconds, padding_efficiency: (after.realTokens - before.realTokens) / (after.paddedTokens - before.paddedTokens), peak_rss_mb: peakRssMb(process.pid) });
+  for (const [device, embedder] of embedders) {
+    const embedAll = () => Promise.all(Array.from({ length: Math.ceil(texts.length / 128) }, (_, k) =>
+      embedder.embed({ texts: texts.slice(k * 128, k * 128 + 128), task: null, overflowStrategy: 'drop_end', dimensions: null })));
+    // WebGPU compiles pipelines per new shape on first use; measure warm, as a server runs.
+    if (device === 'webgpu') await embedAll();
+    const before = embedder.schedulerStats!();
+    const tb = performance.now();
+    await embedAll();
+    const libSeconds = (performance.now() - tb) / 1000;
+    const after = embedder.schedulerStats!();
+    row({ workload: name, path: `(b) embedder library${device === 'cpu' ? '' : ` [${device}]`}`, device, texts_per_s: texts.length / libSeconds, tokens_per_s: tokens / libSeconds, padding_efficiency: (after.realTokens - before.realTokens) / (after.paddedTokens - before.paddedTokens), peak_rss_mb: peakRssMb(process.pid) });
+  }
 
   // (c) and (d): HTTP servers under autocannon, one text per request.
-  for (const [label, start] of [
-    ['(c) lexembed server', () => startProcess([CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, ...serverArgs], /listening on (http:\/\/[^\s)"]+)/, /model .* loaded/)],
-    ['(d) naive pipeline server', () => startProcess(['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'naive-server.ts'), modelDir, '0'], /naive listening on (http:\/\/\S+)/)],
-  ] as const) {
+  const servers: [string, string, () => Promise<{ child: ChildProcess; url: string }>][] = devices.map((device) => [
+    `(c) lexembed server${device === 'cpu' ? '' : ` [${device}]`}`, device,
+    () => startProcess([CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, ...serverArgs(device)], /listening on (http:\/\/[^\s)"]+)/, /model .* loaded/),
+  ]);
+  servers.push(['(d) naive pipeline server', 'cpu', () => startProcess(['--import', 'tsx', join(PROJECT_ROOT, 'bench', 'naive-server.ts'), modelDir, '0'], /naive listening on (http:\/\/\S+)/)]);
+  for (const [label, device, start] of servers) {
     if (label.startsWith('(d)') && values['skip-naive']) continue;
     const server = await start();
+    // Warm a WebGPU server's pipelines for this workload's shapes first (compiled on first use).
+    if (device === 'webgpu') await load(server.url, texts, 64, undefined, Math.min(duration, 5));
     try {
       for (const concurrency of values.concurrency!.split(',').map(Number)) {
         const metricsBefore = label.startsWith('(c)') ? await scrape(server.url) : undefined;
-        const watchHealth = label.startsWith('(c)') && concurrency > 1 && name === 'mixed';
+        const watchHealth = label.startsWith('(c)') && device === 'cpu' && concurrency > 1 && name === 'mixed';
         const r = await load(server.url, texts, concurrency, watchHealth ? health : undefined);
         const metricsAfter = label.startsWith('(c)') ? await scrape(server.url) : undefined;
         const eff = metricsBefore && metricsAfter ? (metricsAfter.tokens - metricsBefore.tokens) / (metricsAfter.padded - metricsBefore.padded) : 1;
-        row({ workload: name, path: label, concurrency, texts_per_s: r.texts_per_s, tokens_per_s: r.texts_per_s * meanTokens, p50_ms: r.p50, p99_ms: r.p99, padding_efficiency: eff, peak_rss_mb: peakRssMb(server.child.pid!), errors: r.errors });
+        row({ workload: name, path: label, device, concurrency, texts_per_s: r.texts_per_s, tokens_per_s: r.texts_per_s * meanTokens, p50_ms: r.p50, p99_ms: r.p99, padding_efficiency: eff, peak_rss_mb: peakRssMb(server.child.pid!), errors: r.errors });
       }
     } finally {
       server.child.kill('SIGTERM');
@@ -145,7 +172,7 @@ for (const name of values.workloads!.split(',')) {
   }
 }
 
-const get = (w: string, p: string, c?: number) => results.find((r: any) => r.workload === w && r.path.startsWith(p) && (c === undefined || r.concurrency === c)) as any;
+const get = (w: string, p: string, c?: number, device = 'cpu') => results.find((r: any) => r.workload === w && r.path.startsWith(p) && r.device === device && (c === undefined || r.concurrency === c)) as any;
 console.log('\nTargets');
 const lines: [string, number | undefined, string][] = [];
 const mixedA = get('mixed', '(a)');
@@ -161,11 +188,18 @@ const shortA = get('short', '(a)');
 if (shortC1 && shortA) lines.push([`short p50 at c=1 minus (a) one-text p50 (ms)`, shortC1.p50_ms - shortA.p50_ms, '≤ 3 ms']);
 if (mixedC) lines.push(['padding efficiency, mixed, server c=64', mixedC.padding_efficiency, '≥ 0.90']);
 if (health.length) lines.push(['/health p99 under load (ms)', pct(health, 99), '< 50 ms']);
+if (devices.includes('webgpu')) {
+  for (const w of values.workloads!.split(',')) {
+    const [bg, bc, cg, cc] = [get(w, '(b)', undefined, 'webgpu'), get(w, '(b)'), get(w, '(c)', 64, 'webgpu'), get(w, '(c)', 64)];
+    if (bg && bc) lines.push([`webgpu/cpu, embedder library, ${w}`, bg.texts_per_s / bc.texts_per_s, 'reported']);
+    if (cg && cc) lines.push([`webgpu/cpu, server c=64, ${w}`, cg.texts_per_s / cc.texts_per_s, 'reported']);
+  }
+}
 for (const [what, value, target] of lines) console.log(`  ${what.padEnd(48)} ${value === undefined ? '-' : value.toFixed(3).padStart(9)}   target ${target}`);
 mkdirSync(dirname(values.json!), { recursive: true });
-writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
+writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, devices: Object.fromEntries([...embedders].map(([d, e]) => [d, { backend: e.backendName, reason: e.deviceReason }])), results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
 console.log(`\nwrote ${values.json}`);
-await embedder.dispose();
+for (const e of embedders.values()) await e.dispose();
 process.exit(0);
 
 async function runRaw(batch: number[][]) {
@@ -197,7 +231,7 @@ async function startProcess(args: string[], urlPattern: RegExp, readyPattern?: R
   });
 }
 
-async function load(url: string, texts: string[], connections: number, healthSamples?: number[]) {
+async function load(url: string, texts: string[], connections: number, healthSamples?: number[], seconds = duration) {
   let i = 0;
   const bodies = texts.map((t) => JSON.stringify({ model: 'legal-2-embedder', texts: [t] }));
   let polling = true;
@@ -212,13 +246,13 @@ async function load(url: string, texts: string[], connections: number, healthSam
   const result = await autocannon({
     url: `${url}/v1/embeddings`,
     connections,
-    duration,
+    duration: seconds,
     requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req: any) => ({ ...req, body: bodies[i++ % bodies.length] }) }],
   });
   polling = false;
   await poller;
   const ok = result['2xx'];
-  return { texts_per_s: ok / duration, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors };
+  return { texts_per_s: ok / seconds, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors };
 }
 
 async function scrape(url: string) {

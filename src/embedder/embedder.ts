@@ -19,6 +19,7 @@ export function createEmbedder(
   return {
     settings,
     backendName: backend.name,
+    deviceReason: backend.deviceReason,
     modelName: settings.name,
     maxDimensions: settings.dimensions.max,
     tasks: settings.tasks,

@@ -12,6 +12,11 @@ export interface TransformersBackendOptions {
   readonly settings: ModelSettings;
   /** transformers.js device, e.g. 'cpu' (onnxruntime-node), 'wasm', 'webgpu'. */
   readonly device?: string;
+  /**
+   * Set when an ONNX runtime was injected (src/node/webgpu.ts): transformers.js then knows no
+   * devices, so the session gets these execution providers directly, e.g. ['webgpu'].
+   */
+  readonly executionProviders?: string[];
   readonly intraOpNumThreads?: number;
   /** Download progress of model files, 0–1 (browsers). */
   readonly progress?: (fraction: number, file: string) => void;
@@ -28,11 +33,16 @@ export async function createTransformersBackend(options: TransformersBackendOpti
       }
     : undefined;
   const tokenizer = await AutoTokenizer.from_pretrained(options.modelId, { progress_callback });
+  const injected = options.executionProviders;
   const model = await AutoModel.from_pretrained(options.modelId, {
     progress_callback,
     dtype: options.settings.dtype,
-    device: device as 'cpu',
-    session_options: options.intraOpNumThreads ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 } : undefined,
+    device: (injected ? 'auto' : device) as 'cpu',
+    session_options: injected
+      ? ({ executionProviders: injected } as object)
+      : options.intraOpNumThreads
+        ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 }
+        : undefined,
   });
   const inputNames: string[] = (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model.inputNames;
   const pooling = options.settings.pooling;

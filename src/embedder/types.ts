@@ -25,6 +25,8 @@ export interface Embedder extends ModelCapabilities {
   readonly settings: ModelSettings;
   /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
   readonly backendName: string;
+  /** Why the backend runs where it does (e.g. the WebGPU adapter chosen by --device auto). */
+  readonly deviceReason?: string;
   embed(input: EmbedInput, options?: EmbedOptions): Promise<Result<EmbedOutput>>;
   /** Batching totals (padding efficiency = realTokens / paddedTokens). */
   schedulerStats?(): import('./scheduler.ts').SchedulerStats;
@@ -34,6 +36,7 @@ export interface Embedder extends ModelCapabilities {
 /** What a model runtime must provide: tokenise, and run pooled batches. */
 export interface EmbeddingBackend {
   readonly name: string;
+  readonly deviceReason?: string;
   /** Token ids with special tokens, untruncated. */
   encode(text: string): number[];
   /** Pooled (not yet normalised) vectors, one per sequence, full model width. */

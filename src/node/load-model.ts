@@ -9,6 +9,7 @@ import { SETTINGS_FILE, parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../embedder/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
+import type { ServerDevice } from './webgpu.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** The model `npm start` serves when no --model is given. */
@@ -27,6 +28,10 @@ export interface LoadModelOptions {
    * a batch runs) or `main` (the calling thread; blocks it during each batch).
    */
   readonly inference?: 'worker' | 'main';
+  /** cpu (default here), webgpu or auto: see src/node/webgpu.ts. WebGPU needs the worker. */
+  readonly device?: ServerDevice;
+  /** Picks the WebGPU adapter whose name contains this. */
+  readonly gpuAdapter?: string;
 }
 
 /** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
@@ -56,6 +61,12 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     device: 'cpu',
     intraOpNumThreads: options.threads ?? availableParallelism(),
   };
-  const backend = await (options.inference === 'main' ? createTransformersBackend(backendOptions) : createWorkerBackend(backendOptions));
+  const device = options.device ?? 'cpu';
+  if (options.inference === 'main' && device === 'webgpu') {
+    throw new Error('--device webgpu runs the model in the inference worker thread; use --inference worker (the default) with it');
+  }
+  const backend = await (options.inference === 'main'
+    ? createTransformersBackend(backendOptions)
+    : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter }));
   return createEmbedder(settings, backend, options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
 }

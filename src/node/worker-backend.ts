@@ -3,9 +3,17 @@
 import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import type { TransformersBackendOptions } from '../embedder/transformers-backend.ts';
+import type { ServerDevice } from './webgpu.ts';
+
+export interface InferenceWorkerData extends TransformersBackendOptions {
+  /** cpu (onnxruntime-node), webgpu (onnxruntime-web over Dawn) or auto; the worker decides. */
+  readonly serverDevice?: ServerDevice;
+  /** Substring of the WebGPU adapter's name to use (Dawn's adapter= flag). */
+  readonly gpuAdapter?: string;
+}
 import type { EmbeddingBackend } from '../embedder/types.ts';
 
-export async function createWorkerBackend(options: TransformersBackendOptions): Promise<EmbeddingBackend> {
+export async function createWorkerBackend(options: InferenceWorkerData): Promise<EmbeddingBackend> {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.localModelPath = options.localModelPath;
@@ -15,10 +23,10 @@ export async function createWorkerBackend(options: TransformersBackendOptions): 
   let nextId = 0;
   let dead: Error | undefined;
 
-  await new Promise<void>((resolve, reject) => {
-    const onMessage = (m: { type: string; message?: string }) => {
-      if (m.type === 'ready') resolve();
-      else if (m.type === 'failed') reject(new Error(m.message));
+  const ready = await new Promise<{ device: string; reason: string; adapter?: string }>((resolve, reject) => {
+    const onMessage = (m: { type: string; message?: string; device: string; reason: string; adapter?: string }) => {
+      if (m.type === 'ready') resolve(m);
+      else if (m.type === 'failed') worker.terminate().finally(() => reject(new Error(m.message)));
     };
     worker.once('message', onMessage);
     worker.once('error', reject);
@@ -39,7 +47,8 @@ export async function createWorkerBackend(options: TransformersBackendOptions): 
   worker.on('exit', (code) => failAll(new Error(`the inference worker exited (code ${code})`)));
 
   return {
-    name: `transformers.js (${options.device ?? 'cpu'}, worker thread)`,
+    name: `transformers.js (${ready.device === 'webgpu' ? `webgpu on ${ready.adapter}` : ready.device}, worker thread)`,
+    deviceReason: ready.reason,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     run(batch) {
       if (dead) return Promise.reject(dead);

@@ -1,0 +1,140 @@
+// The Node GPU path for real: Dawn (the `webgpu` package) + onnxruntime-web's WebGPU build. In CI
+// the adapter is Mesa's lavapipe (software Vulkan, installed by .ci/run); with no adapter at all
+// these tests fail with the start-up message, which lists the adapters seen and what to install.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_MODEL_DIR, loadModelFolder, TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { decideDevice } from '../../src/node/webgpu.ts';
+import type { Embedder, EmbedInput } from '../../src/embedder/types.ts';
+import { describeEmbedderConformance } from '../embedder/conformance.ts';
+import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
+
+const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((s, x, i) => s + x * b[i], 0);
+const input = (texts: string[], extra: Partial<EmbedInput> = {}): EmbedInput => ({ texts, task: null, overflowStrategy: 'drop_end', dimensions: null, ...extra });
+const TEXTS = [
+  'The lessee shall pay the rent on the first day of each month.',
+  'Limitation period',
+  'Every person who contravenes section 12 is guilty of an offence punishable on summary conviction.',
+  Array.from({ length: 300 }, (_, i) => `subsection${i % 11}`).join(' '),
+];
+
+describe('device choice (pure)', () => {
+  const lavapipe = { name: 'mesa software llvmpipe', fallback: true };
+  const nvidia = { name: 'nvidia hopper NVIDIA H100', fallback: false };
+
+  it('auto takes a hardware adapter and says which', () => {
+    const d = decideDevice('auto', { adapters: [lavapipe, nvidia], errors: [] });
+    expect(d.device).toBe('webgpu');
+    expect(d.reason).toContain('NVIDIA H100');
+  });
+
+  it('auto keeps onnxruntime-node when only a software fallback exists, and says why', () => {
+    const d = decideDevice('auto', { adapters: [lavapipe], errors: [] });
+    expect(d.device).toBe('cpu');
+    expect(d.reason).toMatch(/software fallback.*llvmpipe.*using cpu/);
+  });
+
+  it('webgpu accepts a software adapter (correct, slow) but not none: the error lists adapters and what to install', () => {
+    expect(decideDevice('webgpu', { adapters: [lavapipe], errors: [] }).reason).toContain('software fallback');
+    expect(() => decideDevice('webgpu', { adapters: [], errors: ['no suitable backends found'] })).toThrow(
+      /no WebGPU adapter is usable\. Adapters seen: none\. Errors: no suitable backends found\. Install: .*webgpu.*libvulkan1.*bookworm-backports mesa-vulkan-drivers/,
+    );
+  });
+
+  it('cpu is cpu', () => {
+    expect(decideDevice('cpu', null).device).toBe('cpu');
+  });
+});
+
+describeEmbedderConformance('webgpu (Dawn + onnxruntime-web), test model', () => loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu' }), { exactRepeat: false });
+
+describe('WebGPU path against the CPU path', () => {
+  const pairs: Record<string, { cpu: Embedder; gpu: Embedder }> = {};
+  beforeAll(async () => {
+    for (const [name, dir] of [['test model', TEST_MODEL_DIR], ['legal-2-embedder', BUNDLED_MODEL_DIR]] as const) {
+      pairs[name] = { cpu: await loadModelFolder(dir, { device: 'cpu' }), gpu: await loadModelFolder(dir, { device: 'webgpu' }) };
+    }
+  }, 180_000);
+  afterAll(async () => {
+    for (const { cpu, gpu } of Object.values(pairs)) await Promise.all([cpu.dispose(), gpu.dispose()]);
+  });
+
+  it('reports the WebGPU adapter it runs on', () => {
+    expect(pairs['test model'].gpu.backendName).toMatch(/^transformers\.js \(webgpu on .+, worker thread\)$/);
+    expect(pairs['test model'].gpu.deviceReason).toMatch(/webgpu was requested; adapter: /);
+  });
+
+  for (const name of ['test model', 'legal-2-embedder']) {
+    it(`${name}: same vectors (cosine >= 0.999), tokens and order for every task, truncation and dimensions`, async () => {
+      const { cpu, gpu } = pairs[name];
+      for (const extra of [{}, { task: 'retrieval/query' as const }, { task: 'retrieval/document' as const, dimensions: 32 }]) {
+        const [a, b] = await Promise.all([cpu.embed(input(TEXTS, extra)), gpu.embed(input(TEXTS, extra))]);
+        if (!a.ok || !b.ok) throw new Error('unexpected problem');
+        expect(b.value.inputTokens).toBe(a.value.inputTokens);
+        expect(b.value.vectors.map((v) => v.length)).toEqual(a.value.vectors.map((v) => v.length));
+        for (const [i, v] of a.value.vectors.entries()) expect(cosine(v, b.value.vectors[i]), `texts[${i}]`).toBeGreaterThanOrEqual(0.999);
+      }
+    });
+  }
+
+  it('memory stays bounded over repeated requests', async () => {
+    // Measured (legal model, lavapipe): RSS moves within ~90 MB as buffer pools fill and drain,
+    // with no trend over 400 requests. This catches leaks of about 0.25 MB per request or more
+    // (e.g. a batch's GPU buffers never returned), not small ones.
+    const { gpu } = pairs['legal-2-embedder'];
+    const rss: number[] = [];
+    for (let round = 0; round < 10; round++) {
+      for (let i = 0; i < 20; i++) {
+        const r = await gpu.embed(input(TEXTS.map((t) => `${t} ${i}`.repeat(1 + ((i + round) % 3)))));
+        expect(r.ok).toBe(true);
+      }
+      rss.push(process.memoryUsage().rss / 2 ** 20);
+    }
+    const early = Math.max(...rss.slice(1, 5));
+    const late = Math.max(...rss.slice(6));
+    expect(late - early, `RSS per round (MiB): ${rss.map(Math.round).join(' ')}`).toBeLessThan(48);
+  }, 120_000);
+});
+
+describe('lexembed serve --device', () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServe(['--no-auth', '--device', 'webgpu']);
+  }, 120_000);
+  afterAll(() => void server?.child.kill('SIGKILL'));
+
+  it('answers /v1/embeddings on WebGPU with the CPU path vectors, and exits on SIGTERM', async () => {
+    expect(server.output()).toMatch(/"device: webgpu was requested; adapter: /);
+    expect((await (await fetch(`${server.url}/health`)).json()).backend).toMatch(/webgpu on /);
+    const body = { model: 'legal-2-embedder', texts: TEXTS, task: 'retrieval/document', dimensions: 128 };
+    const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    const json = (await res.json()) as { embeddings: { index: number; embedding: number[] }[]; usage: { input_tokens: number } };
+    const cpu = await loadModelFolder(BUNDLED_MODEL_DIR, { device: 'cpu' });
+    const ref = await cpu.embed(input(TEXTS, { task: 'retrieval/document', dimensions: 128 }));
+    await cpu.dispose();
+    if (!ref.ok) throw new Error('unexpected problem');
+    expect(json.usage.input_tokens).toBe(ref.value.inputTokens);
+    expect(json.embeddings.map((e) => e.index)).toEqual([0, 1, 2, 3]);
+    for (const [i, e] of json.embeddings.entries()) expect(cosine(e.embedding, ref.value.vectors[i])).toBeGreaterThanOrEqual(0.999);
+
+    // Lifecycle: the GPU device is released, so the process ends by itself after draining.
+    const started = Date.now();
+    expect(await server.stop(), server.output()).toBe(0);
+    expect(Date.now() - started).toBeLessThan(15_000);
+  }, 60_000);
+
+  it('webgpu with no matching adapter stops start-up, listing the adapters seen and what to install', async () => {
+    const { code, stderr } = await runCli(['serve', '--no-auth', '--port', '0', '--device', 'webgpu', '--gpu-adapter', 'no-such-gpu']);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/cannot load the model: --device webgpu: no WebGPU adapter matching --gpu-adapter "no-such-gpu" is usable\. Adapters seen: none\. Errors: .*Available adapters: .*Install: /);
+  }, 60_000);
+
+  it('auto logs which device and why (lavapipe is a software fallback: cpu); a bad value names the option', async () => {
+    const auto = await startServe(['--no-auth', '--device', 'auto']);
+    expect(await auto.stop()).toBe(0);
+    expect(auto.output()).toMatch(/"device: auto: (WebGPU adapter .+|the only WebGPU adapters are software fallbacks .+ using cpu|no WebGPU adapter .+ using cpu)"/);
+    const bad = await runCli(['serve', '--device', 'gpu']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--device (LEXEMBED_DEVICE) must be "auto", "webgpu" or "cpu"; got "gpu"');
+  }, 60_000);
+});
