@@ -5,5 +5,7 @@ export default defineConfig({
     include: ['tests/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // Leak checks (tests/node/webgpu.test.ts) collect garbage before reading RSS.
+    execArgv: ['--expose-gc'],
   },
 });

@@ -24,6 +24,10 @@ export function createEmbedder(
     maxDimensions: settings.dimensions.max,
     tasks: settings.tasks,
     schedulerStats: () => scheduler.stats(),
+    async collectGarbage() {
+      await backend.collectGarbage?.();
+      (globalThis as { gc?: () => void }).gc?.();
+    },
     async embed(input: EmbedInput, options: EmbedOptions = {}): Promise<Result<EmbedOutput>> {
       const prompt = input.task ? settings.prompts[input.task] ?? '' : '';
       const sequences: number[][] = [];

@@ -30,6 +30,8 @@ export interface Embedder extends ModelCapabilities {
   embed(input: EmbedInput, options?: EmbedOptions): Promise<Result<EmbedOutput>>;
   /** Batching totals (padding efficiency = realTokens / paddedTokens). */
   schedulerStats?(): import('./scheduler.ts').SchedulerStats;
+  /** Diagnostics: a full garbage collection wherever the model runs, if Node ran with --expose-gc. */
+  collectGarbage?(): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -41,5 +43,6 @@ export interface EmbeddingBackend {
   encode(text: string): number[];
   /** Pooled (not yet normalised) vectors, one per sequence, full model width. */
   run(batch: readonly (readonly number[])[]): Promise<Float32Array[]>;
+  collectGarbage?(): Promise<void>;
   dispose(): Promise<void>;
 }

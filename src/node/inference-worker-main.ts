@@ -7,7 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
 import { decideDevice, installOrtWebGPU, openWebGPU, ortWebGPUDevice, type DeviceDecision, type WebGPUHandle } from './webgpu.ts';
 
-type Request = { type: 'run'; id: number; batch: number[][] } | { type: 'dispose' };
+type Request = { type: 'run'; id: number; batch: number[][] } | { type: 'dispose' } | { type: 'gc'; id: number };
 
 const port = parentPort!;
 const data = workerData as InferenceWorkerData;
@@ -26,6 +26,11 @@ try {
   );
   port.postMessage({ type: 'ready', device: decision.device, reason: decision.reason, adapter: decision.adapter?.name });
   port.on('message', async (message: Request) => {
+    if (message.type === 'gc') {
+      (globalThis as { gc?: () => void }).gc?.(); // only with --expose-gc (leak checks)
+      port.postMessage({ type: 'result', id: message.id, vectors: [] });
+      return;
+    }
     if (message.type === 'dispose') {
       await backend.dispose();
       if (gpu) {

@@ -58,6 +58,14 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
         worker.postMessage({ type: 'run', id, batch: batch.map((s) => [...s]) });
       });
     },
+    collectGarbage() {
+      if (dead) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, { resolve: () => resolve(), reject });
+        worker.postMessage({ type: 'gc', id });
+      });
+    },
     async dispose() {
       if (dead) return;
       const done = new Promise<void>((resolve) => worker.once('message', () => resolve()));
