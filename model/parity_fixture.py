@@ -1,0 +1,37 @@
+"""Writes tests/fixtures/legal-model-parity.json: for fixed texts, the token ids of the Python
+training tokenizer and the first 8 components of the vector the recipe computes (the int8 table
+as served), so tests/embedder/legal-model.test.ts can check the served model agrees.
+
+    /usr/bin/python3 model/parity_fixture.py --model models/legal-2-embedder \
+        --out tests/fixtures/legal-model-parity.json
+
+Re-run whenever the bundled model changes; the texts are kept from the existing fixture.
+"""
+import argparse
+import json
+
+from evaluate import embed, load_static_model
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    with open(args.out, encoding="utf-8") as f:
+        fixture = json.load(f)
+    table, tok, max_tokens = load_static_model(args.model)
+    texts = [c["text"] for c in fixture["cases"]]
+    vectors = embed(table, tok, texts, max_tokens)
+    fixture["cases"] = [
+        {"text": t, "ids": tok.encode(t[: max_tokens * 12], max_tokens), "vector_head": [round(float(x), 6) for x in v[:8]]}
+        for t, v in zip(texts, vectors)
+    ]
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"wrote {args.out}: {len(texts)} cases")
+
+
+if __name__ == "__main__":
+    main()
