@@ -18,6 +18,8 @@ export const EMBED_OPTIONS = {
   dimensions: { default: '', help: "embedding dimensions (default: the model's default)" },
   'batch-size': { default: '64', help: 'texts per model call or request (at most 128 remotely)' },
   model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
+  device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'local model on auto (WebGPU on a hardware adapter, else cpu), webgpu or cpu' },
+  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'the WebGPU adapter whose name contains this text' },
   remote: { env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
   'model-name': { default: 'legal-2-embedder', help: 'model name sent to a remote server' },
   'on-error': { default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
@@ -33,6 +35,8 @@ const EmbedConfigSchema = z.object({
   dimensions: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer' }),
   'batch-size': z.coerce.number({ error: 'must be an integer from 1 to 1024' }).int().min(1).max(1024, { error: 'must be an integer from 1 to 1024' }),
   model: z.string().min(1),
+  device: z.enum(['auto', 'webgpu', 'cpu'], { error: 'must be "auto", "webgpu" or "cpu"' }),
+  'gpu-adapter': z.string(),
   remote: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }),
   'model-name': z.string().min(1),
   'on-error': z.enum(['stop', 'skip'], { error: 'must be stop or skip' }),
@@ -73,7 +77,8 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     const client = new Lexembed({ baseURL: config.remote });
     embedBatch = async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding);
   } else {
-    const embedder = await loadModelFolder(config.model);
+    const embedder = await loadModelFolder(config.model, { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined });
+    if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
     dispose = () => embedder.dispose();
     embedBatch = async (texts) => {
       const r = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions });

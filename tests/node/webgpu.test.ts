@@ -1,6 +1,9 @@
 // The Node GPU path for real: Dawn (the `webgpu` package) + onnxruntime-web's WebGPU build. In CI
 // the adapter is Mesa's lavapipe (software Vulkan, installed by .ci/run); with no adapter at all
 // these tests fail with the start-up message, which lists the adapters seen and what to install.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR, loadModelFolder, TEST_MODEL_DIR } from '../../src/node/load-model.ts';
 import { decideDevice } from '../../src/node/webgpu.ts';
@@ -138,5 +141,23 @@ describe('lexembed serve --device', () => {
     const bad = await runCli(['serve', '--device', 'gpu']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--device (LEXEMBED_DEVICE) must be "auto", "webgpu" or "cpu"; got "gpu"');
+  }, 60_000);
+});
+
+describe('lexembed embed --device', () => {
+  it('embeds a corpus on WebGPU with the vectors of --device cpu', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lexembed-gpu-embed-'));
+    const input = join(dir, 'corpus.jsonl');
+    writeFileSync(input, TEXTS.map((text, i) => JSON.stringify({ id: `t${i}`, text })).join('\n') + '\n');
+    const rows = async (device: string) => {
+      const output = join(dir, `${device}.jsonl`);
+      const r = await runCli(['embed', input, '--output', output, '--device', device, '--task', 'retrieval/document', '--progress', 'never']);
+      expect(r.code, r.stderr).toBe(0);
+      if (device === 'webgpu') expect(r.stderr).toContain('lexembed embed: device: webgpu was requested; adapter: ');
+      return readFileSync(output, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; embedding: number[] });
+    };
+    const [gpu, cpu] = [await rows('webgpu'), await rows('cpu')];
+    expect(gpu.map((r) => r.id)).toEqual(cpu.map((r) => r.id));
+    for (const [i, r] of gpu.entries()) expect(cosine(r.embedding, cpu[i].embedding)).toBeGreaterThanOrEqual(0.999);
   }, 60_000);
 });
