@@ -62,6 +62,9 @@ def main():
     p.add_argument("--temperature", type=float, default=0.05)
     p.add_argument("--matryoshka", default="32,64,128,256")
     p.add_argument("--seed", type=int, default=20261122)
+    p.add_argument("--group", type=int, default=0,
+                   help="build batches from runs of this many pairs of the same document, so sections of "
+                        "one statute are each other's in-batch negatives (0: plain random batches)")
     args = p.parse_args()
 
     random.seed(args.seed)
@@ -97,8 +100,21 @@ def main():
 
     order = list(range(len(train)))
     steps_per_epoch = len(order) // args.batch
+    by_doc = collections.defaultdict(list)
+    for i, (subset, _, _, doc) in enumerate(train):
+        by_doc[(subset, doc)].append(i)
     for epoch in range(args.epochs):
-        random.shuffle(order)
+        if args.group > 0:
+            # Runs of `group` pairs from one document, in random order, then the runs shuffled.
+            runs = []
+            for members in by_doc.values():
+                members = members[:]
+                random.shuffle(members)
+                runs.extend(members[k:k + args.group] for k in range(0, len(members), args.group))
+            random.shuffle(runs)
+            order = [i for run in runs for i in run]
+        else:
+            random.shuffle(order)
         total = 0.0
         for step in range(steps_per_epoch):
             idx = order[step * args.batch:(step + 1) * args.batch]
