@@ -127,8 +127,9 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   }
   if ('e' in loaded) {
     metrics.setModelLoadSeconds((Date.now() - started) / 1000);
-    log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
+    // The device line comes first: "model … loaded" is the line that says start-up is done.
     if (loaded.e.deviceReason) logRecord('info', { msg: `device: ${loaded.e.deviceReason}`, device_requested: config.device });
+    log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
   }
   const signal = await stopped;
   log(`${signal}: closing (finishing in-flight requests, at most ${DRAIN_TIMEOUT_MS / 1000} s)`);
