@@ -18,6 +18,7 @@ import * as ort from 'onnxruntime-node';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
+import { padBatch } from '../src/embedder/padding.ts';
 import { makeTexts, rng, wordsForTokens } from './texts.ts';
 
 const DEFAULT_MODEL = join(PROJECT_ROOT, 'bench-results', 'minilm-l6-h384');
@@ -203,15 +204,11 @@ for (const e of embedders.values()) await e.dispose();
 process.exit(0);
 
 async function runRaw(batch: number[][]) {
-  const width = Math.max(...batch.map((s) => s.length));
-  const data = new BigInt64Array(batch.length * width);
-  const mask = new BigInt64Array(batch.length * width);
-  batch.forEach((s, r) => s.forEach((id, c) => ((data[r * width + c] = BigInt(id)), (mask[r * width + c] = 1n))));
-  const dims = [batch.length, width];
+  const { dims, inputIds, attentionMask, tokenTypeIds } = padBatch(batch);
   const feeds: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor('int64', data, dims),
-    attention_mask: new ort.Tensor('int64', mask, dims),
-    token_type_ids: new ort.Tensor('int64', new BigInt64Array(batch.length * width), dims),
+    input_ids: new ort.Tensor('int64', inputIds, dims),
+    attention_mask: new ort.Tensor('int64', attentionMask, dims),
+    token_type_ids: new ort.Tensor('int64', tokenTypeIds, dims),
   };
   return session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]])));
 }

@@ -7,6 +7,7 @@ import { Lexembed } from '../client/index.ts';
 import { TASKS } from '../contract/index.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
 import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
+import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions, UsageError } from './options.ts';
 
 export const EMBED_OPTIONS = {
@@ -18,15 +19,14 @@ export const EMBED_OPTIONS = {
   dimensions: { default: '', help: "embedding dimensions (default: the model's default)" },
   'batch-size': { default: '64', help: 'texts per model call or request (at most 128 remotely)' },
   model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
-  device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'local model on auto (WebGPU on a hardware adapter, else cpu), webgpu or cpu' },
-  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'the WebGPU adapter whose name contains this text' },
+  ...DEVICE_OPTIONS,
   remote: { env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
   'model-name': { default: 'legal-2-embedder', help: 'model name sent to a remote server' },
   'on-error': { default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
   progress: { default: 'auto', help: 'progress bar: auto (on a terminal, else periodic lines), always, never' },
 };
 
-const EmbedConfigSchema = z.object({
+const EmbedConfigSchema = DeviceConfigSchema.extend({
   output: z.string({ error: 'is required: the JSONL file to write' }).min(1),
   format: z.enum(['auto', 'jsonl', 'csv', 'text'], { error: 'must be auto, jsonl, csv or text' }),
   'id-field': z.string().min(1),
@@ -35,8 +35,6 @@ const EmbedConfigSchema = z.object({
   dimensions: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer' }),
   'batch-size': z.coerce.number({ error: 'must be an integer from 1 to 1024' }).int().min(1).max(1024, { error: 'must be an integer from 1 to 1024' }),
   model: z.string().min(1),
-  device: z.enum(['auto', 'webgpu', 'cpu'], { error: 'must be "auto", "webgpu" or "cpu"' }),
-  'gpu-adapter': z.string(),
   remote: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }),
   'model-name': z.string().min(1),
   'on-error': z.enum(['stop', 'skip'], { error: 'must be stop or skip' }),
@@ -77,7 +75,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     const client = new Lexembed({ baseURL: config.remote });
     embedBatch = async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding);
   } else {
-    const embedder = await loadModelFolder(config.model, { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined });
+    const embedder = await loadModelFolder(config.model, deviceOptions(config));
     if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
     dispose = () => embedder.dispose();
     embedBatch = async (texts) => {

@@ -6,6 +6,7 @@ import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
+import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions } from './options.ts';
 import { openKeyStore, STORE_OPTIONS, StoreConfigSchema } from './store-options.ts';
 
@@ -21,15 +22,14 @@ export const SERVE_OPTIONS = {
   'max-batch-tokens': { env: 'LEXEMBED_MAX_BATCH_TOKENS', default: '512', help: 'most padded tokens per model call (512 suits a 2-core CPU; raise on a GPU)' },
   'max-batch-size': { env: 'LEXEMBED_MAX_BATCH_SIZE', default: '64', help: 'most texts per model call' },
   'max-queue-tokens': { env: 'LEXEMBED_MAX_QUEUE_TOKENS', default: '262144', help: 'tokens waiting before new requests get 503 + Retry-After' },
-  device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'auto (WebGPU on a hardware adapter, else cpu), webgpu (Dawn + onnxruntime-web; stops if no adapter) or cpu (onnxruntime-node)' },
-  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one)' },
+  ...DEVICE_OPTIONS,
   inference: { env: 'LEXEMBED_INFERENCE', default: 'worker', help: 'where the model runs: worker (a worker thread; keeps HTTP responsive) or main' },
   'no-auth': { env: 'LEXEMBED_NO_AUTH', boolean: true, help: 'serve without API keys (local experiments only; warns)' },
   'cors-origins': { env: 'LEXEMBED_CORS_ORIGINS', default: '', help: 'comma-separated origins browsers may call from, or * (default: CORS off)' },
   ...STORE_OPTIONS,
 };
 
-const ServeConfigSchema = StoreConfigSchema.extend({
+const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).extend({
   port: z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int({ error: 'must be an integer from 0 to 65535' }).min(0).max(65535, { error: 'must be an integer from 0 to 65535' }),
   host: z.string(),
   deployment: z.enum(['api', 'proxy'], { error: 'must be "api" or "proxy"' }),
@@ -41,8 +41,6 @@ const ServeConfigSchema = StoreConfigSchema.extend({
   'max-batch-size': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   'max-queue-tokens': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
-  device: z.enum(['auto', 'webgpu', 'cpu'], { error: 'must be "auto", "webgpu" or "cpu"' }),
-  'gpu-adapter': z.string(),
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
   'cors-origins': z
@@ -98,9 +96,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     modelName: config['model-name'] || undefined,
     threads: config.threads || undefined,
     inference: config.inference,
-    // On the main thread only onnxruntime-node is possible (see src/node/webgpu.ts).
-    device: config.inference === 'main' && config.device === 'auto' ? 'cpu' : config.device,
-    gpuAdapter: config['gpu-adapter'] || undefined,
+    ...deviceOptions(config),
     limits: { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: config['max-batch-tokens'], maxBatchSize: config['max-batch-size'], maxQueueTokens: config['max-queue-tokens'] },
     hooks: { onBatch: metrics.observeBatch, onQueueDepth: metrics.setQueueDepth },
   });

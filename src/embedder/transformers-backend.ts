@@ -1,6 +1,7 @@
 // The EmbeddingBackend over transformers.js (onnxruntime-node on Node, onnxruntime-web in
 // browsers and at the edge). Remote models are always disabled: files come from the caller.
 import { AutoModel, AutoTokenizer, Tensor, env } from '@huggingface/transformers';
+import { padBatch } from './padding.ts';
 import type { ModelSettings } from './settings.ts';
 import type { EmbeddingBackend } from './types.ts';
 
@@ -51,15 +52,12 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     name: `transformers.js (${device})`,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     async run(batch) {
-      const width = Math.max(...batch.map((s) => s.length));
-      const ids = new BigInt64Array(batch.length * width);
-      const mask = new BigInt64Array(batch.length * width);
-      batch.forEach((seq, row) => seq.forEach((id, col) => ((ids[row * width + col] = BigInt(id)), (mask[row * width + col] = 1n))));
-      const dims = [batch.length, width];
+      const { dims, inputIds, attentionMask, tokenTypeIds } = padBatch(batch);
+      const width = dims[1];
       const feeds: Record<string, Tensor> = {
-        input_ids: new Tensor('int64', ids, dims),
-        attention_mask: new Tensor('int64', mask, dims),
-        token_type_ids: new Tensor('int64', new BigInt64Array(batch.length * width), dims),
+        input_ids: new Tensor('int64', inputIds, dims),
+        attention_mask: new Tensor('int64', attentionMask, dims),
+        token_type_ids: new Tensor('int64', tokenTypeIds, dims),
       };
       const output = await model(Object.fromEntries(inputNames.map((n) => [n, feeds[n]])));
       const hidden = output.last_hidden_state as Tensor;

@@ -5,7 +5,7 @@
 // main thread (tokenising on onnxruntime-node's transformers.js) cannot do.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
-import { decideDevice, installOrtWebGPU, openWebGPU, ortWebGPUDevice, type DeviceDecision, type WebGPUHandle } from './webgpu.ts';
+import { decideDevice, installOrtWebGPU, openWebGPU, ortWebGPUDevice, type WebGPUHandle } from './webgpu.ts';
 
 type Request = { type: 'run'; id: number; batch: number[][] } | { type: 'dispose' } | { type: 'gc'; id: number };
 
@@ -13,17 +13,14 @@ const port = parentPort!;
 const data = workerData as InferenceWorkerData;
 let gpu: WebGPUHandle | null = null;
 try {
-  let decision: DeviceDecision = { device: 'cpu', reason: 'cpu (onnxruntime-node)' };
-  if (data.serverDevice && data.serverDevice !== 'cpu') {
-    gpu = await openWebGPU(data.gpuAdapter);
-    decision = decideDevice(data.serverDevice, gpu, data.gpuAdapter);
-    if (decision.device === 'webgpu') await installOrtWebGPU();
-    else (gpu.release(), (gpu = null));
-  }
+  const requested = data.serverDevice ?? 'cpu';
+  if (requested !== 'cpu') gpu = await openWebGPU(data.gpuAdapter);
+  const decision = decideDevice(requested, gpu, data.gpuAdapter);
+  if (decision.device === 'webgpu') await installOrtWebGPU();
+  else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../embedder/transformers-backend.ts');
-  const backend = await createTransformersBackend(
-    decision.device === 'webgpu' ? { ...data, device: 'webgpu', executionProviders: ['webgpu'], intraOpNumThreads: undefined } : { ...data, device: 'cpu' },
-  );
+  // Injected execution providers take the place of onnxruntime-node's thread options.
+  const backend = await createTransformersBackend(decision.device === 'webgpu' ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : data);
   port.postMessage({ type: 'ready', device: decision.device, reason: decision.reason, adapter: decision.adapter?.name });
   port.on('message', async (message: Request) => {
     if (message.type === 'gc') {

@@ -10,8 +10,8 @@ import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 
-export type ServerDevice = 'auto' | 'webgpu' | 'cpu';
-export const SERVER_DEVICES: readonly ServerDevice[] = ['auto', 'webgpu', 'cpu'];
+export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;
+export type ServerDevice = (typeof SERVER_DEVICES)[number];
 
 export interface AdapterReport {
   /** vendor, architecture and description as the adapter reports them. */

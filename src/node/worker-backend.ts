@@ -3,6 +3,7 @@
 import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import type { TransformersBackendOptions } from '../embedder/transformers-backend.ts';
+import type { EmbeddingBackend } from '../embedder/types.ts';
 import type { ServerDevice } from './webgpu.ts';
 
 export interface InferenceWorkerData extends TransformersBackendOptions {
@@ -11,7 +12,6 @@ export interface InferenceWorkerData extends TransformersBackendOptions {
   /** Substring of the WebGPU adapter's name to use (Dawn's adapter= flag). */
   readonly gpuAdapter?: string;
 }
-import type { EmbeddingBackend } from '../embedder/types.ts';
 
 export async function createWorkerBackend(options: InferenceWorkerData): Promise<EmbeddingBackend> {
   env.allowRemoteModels = false;

@@ -1,0 +1,19 @@
+// Options that choose where a local model runs (src/node/webgpu.ts), shared by serve and embed.
+import { z } from 'zod';
+import { SERVER_DEVICES } from '../node/webgpu.ts';
+import type { OptionSpecs } from './options.ts';
+
+export const DEVICE_OPTIONS = {
+  device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'auto (WebGPU on a hardware adapter, else cpu), webgpu (Dawn + onnxruntime-web; stops if no adapter) or cpu (onnxruntime-node)' },
+  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one)' },
+} satisfies OptionSpecs;
+
+export const DeviceConfigSchema = z.object({
+  device: z.enum(SERVER_DEVICES, { error: 'must be "auto", "webgpu" or "cpu"' }),
+  'gpu-adapter': z.string(),
+});
+
+/** The loadModelFolder options the device flags stand for. */
+export function deviceOptions(config: z.output<typeof DeviceConfigSchema>) {
+  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined };
+}
