@@ -1,4 +1,4 @@
-"""Scores a lexembed static model folder against BM25 on the held-out documents.
+"""Scores a lexembed model folder (static or transformer) against BM25 on the held-out documents.
 
     /usr/bin/python3 model/evaluate.py --data ../shared/data/legal-pairs --model models/legal-2-embedder
 
@@ -48,14 +48,78 @@ def load_static_model(folder):
     graph = onnx.load(f"{folder}/onnx/model.onnx").graph
     init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     table = init["table_int8"].astype(np.float32) * init["row_scale"]
+    with open(f"{folder}/lexembed.json") as f:
+        settings = json.load(f)
+    return table, load_tokenizer(folder), settings["max_input_tokens"]
+
+
+def load_tokenizer(folder):
     with open(f"{folder}/tokenizer.json", encoding="utf-8") as f:
         ids = json.load(f)["model"]["vocab"]
     vocab = [None] * len(ids)
     for piece, i in ids.items():
         vocab[i] = piece
+    return WordPiece(vocab)
+
+
+def is_static_folder(folder):
+    with open(f"{folder}/config.json") as f:
+        return json.load(f).get("num_hidden_layers", 0) == 0
+
+
+def static_embed_fn(folder, max_tokens=None):
+    table, tok, served = load_static_model(folder)
+    return lambda texts, dims=None: embed(table, tok, texts, max_tokens or served, dims)
+
+
+def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):
+    """A transformer folder served as lexembed serves it: its ONNX file through onnxruntime,
+    WordPiece ids truncated keeping [SEP], mean pooling over the mask, L2 normalisation."""
+    import onnxruntime as ort
     with open(f"{folder}/lexembed.json") as f:
         settings = json.load(f)
-    return table, WordPiece(vocab), settings["max_input_tokens"]
+    max_tokens = max_tokens or settings["max_input_tokens"]
+    name = file or ("model_quantized.onnx" if settings.get("dtype") == "q8" else "model.onnx")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(f"{folder}/onnx/{name}", options, providers=["CPUExecutionProvider"])
+    tok = load_tokenizer(folder)
+    inputs = {i.name for i in session.get_inputs()}
+
+    def run(texts, dims=None):
+        ids = [tok.encode(t[: max_tokens * 12], max_tokens) for t in texts]
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for start, chunk in batches_by_length(ids, 8192):
+            width = max(len(ids[i]) for i in chunk)
+            x = np.zeros((len(chunk), width), dtype=np.int64)
+            m = np.zeros_like(x)
+            for r, i in enumerate(chunk):
+                x[r, :len(ids[i])] = ids[i]
+                m[r, :len(ids[i])] = 1
+            feed = {"input_ids": x, "attention_mask": m}
+            if "token_type_ids" in inputs:
+                feed["token_type_ids"] = np.zeros_like(x)
+            hidden = session.run(["last_hidden_state"], feed)[0]
+            pooled = (hidden * m[:, :, None]).sum(1) / m.sum(1, keepdims=True)
+            if out.shape[1] == 0:
+                out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
+            out[chunk] = pooled
+        if dims:
+            out = out[:, :dims]
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return run
+
+
+def batches_by_length(ids, max_batch_tokens):
+    """Index batches of similar length whose padded size stays under max_batch_tokens."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and (end - start + 1) * len(ids[order[end]]) <= max_batch_tokens:
+            end += 1
+        yield start, order[start:end]
+        start = end
 
 
 def embed(table, tok, texts, max_tokens, dims=None):
@@ -74,7 +138,8 @@ def metrics(ranked, relevant):
     return dcg / idcg, recall
 
 
-def evaluate_source(rows, model, dims):
+def build_source(rows):
+    """(queries, corpus, relevant): distinct case-folded headings, distinct texts, heading -> text indices."""
     corpus, index = [], {}
     relevant = collections.defaultdict(set)
     for _, query, text, _ in rows:
@@ -82,57 +147,86 @@ def evaluate_source(rows, model, dims):
             index[text] = len(corpus)
             corpus.append(text)
         relevant[query.lower().strip()].add(index[text])
-    queries = sorted(relevant)
+    return sorted(relevant), corpus, relevant
+
+
+def score_rankings(queries, relevant, scores_of):
+    nd, rc = [], []
+    for qi, q in enumerate(queries):
+        ranked = list(np.argsort(-scores_of(qi, q), kind="stable")[:100])
+        a, b_ = metrics(ranked, relevant[q])
+        nd.append(a)
+        rc.append(b_)
+    return {"ndcg@10": float(np.mean(nd)), "recall@100": float(np.mean(rc))}
+
+
+def bm25_source(rows):
+    queries, corpus, relevant = build_source(rows)
     bm25 = bm25_scores_fn(corpus)
-    table, tok, max_tokens = model
-    doc_vecs = embed(table, tok, corpus, max_tokens, dims)
-    query_vecs = embed(table, tok, queries, max_tokens, dims)
+    return score_rankings(queries, relevant, lambda qi, q: bm25(q))
+
+
+def model_source(rows, embed_fn, dims=None):
+    queries, corpus, relevant = build_source(rows)
+    doc_vecs = embed_fn(corpus, dims)
+    query_vecs = embed_fn(queries, dims)
     model_scores = query_vecs @ doc_vecs.T
-    result = {"queries": len(queries), "corpus": len(corpus)}
-    for name in ("bm25", "model"):
-        nd, rc = [], []
-        for qi, q in enumerate(queries):
-            s = bm25(q) if name == "bm25" else model_scores[qi]
-            ranked = list(np.argsort(-s, kind="stable")[:100])
-            a, b_ = metrics(ranked, relevant[q])
-            nd.append(a)
-            rc.append(b_)
-        result[name] = {"ndcg@10": float(np.mean(nd)), "recall@100": float(np.mean(rc))}
-    return result
+    return score_rankings(queries, relevant, lambda qi, q: model_scores[qi])
+
+
+def evaluate_source(rows, embed_fn, dims=None, bm25=None):
+    queries, corpus, _ = build_source(rows)
+    return {"queries": len(queries), "corpus": len(corpus), "bm25": bm25 or bm25_source(rows),
+            "model": model_source(rows, embed_fn, dims)}
+
+
+def print_report(results, label="model"):
+    """Prints the per-source table and adds the two means to results."""
+    print(f"{'source':<20}{'queries':>8}{'corpus':>8}  {'BM25 nDCG@10':>12}{label:>8}{'rel.':>7}  {'BM25 R@100':>10}{label:>8}")
+    sources = [s for s in sorted(results) if s not in ("mean", "mean_over_queries")]
+    for source in sources:
+        r = results[source]
+        rel = r["model"]["ndcg@10"] / r["bm25"]["ndcg@10"]
+        print(f"{source:<20}{r['queries']:>8}{r['corpus']:>8}  {r['bm25']['ndcg@10']:>12.3f}{r['model']['ndcg@10']:>8.3f}"
+              f"{rel:>7.2f}  {r['bm25']['recall@100']:>10.3f}{r['model']['recall@100']:>8.3f}", flush=True)
+    mb = float(np.mean([results[s]["bm25"]["ndcg@10"] for s in sources]))
+    mm = float(np.mean([results[s]["model"]["ndcg@10"] for s in sources]))
+    print(f"{'mean over sources':<36}  {mb:>12.3f}{mm:>8.3f}{mm / mb:>7.2f}")
+    nq = sum(results[s]["queries"] for s in sources)
+    ub = sum(results[s]["bm25"]["ndcg@10"] * results[s]["queries"] for s in sources) / nq
+    um = sum(results[s]["model"]["ndcg@10"] * results[s]["queries"] for s in sources) / nq
+    print(f"{'mean over all queries':<36}  {ub:>12.3f}{um:>8.3f}{um / ub:>7.2f}", flush=True)
+    results["mean"] = {"bm25_ndcg@10": mb, "model_ndcg@10": mm, "relative": mm / mb}
+    results["mean_over_queries"] = {"bm25_ndcg@10": ub, "model_ndcg@10": um, "relative": um / ub}
+    return results
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True)
-    p.add_argument("--model", required=True, help="static model folder (onnx/model.onnx, tokenizer.json)")
+    p.add_argument("--model", required=True, help="model folder: static (onnx/model.onnx int8 table) or transformer "
+                                                  "(run through onnxruntime, which must be installed)")
+    p.add_argument("--onnx-file", help="transformer: file under onnx/ (default: from lexembed.json dtype)")
     p.add_argument("--dims", type=int, default=None, help="evaluate a Matryoshka prefix")
     p.add_argument("--max-tokens", type=int, default=None, help="override max_input_tokens of lexembed.json")
     p.add_argument("--json", help="write results here too")
+    p.add_argument("--bm25-from", help="evaluation.json of the same split to take the BM25 figures from "
+                                       "(they do not depend on the model; skips recomputing them)")
     args = p.parse_args()
+    bm25 = {}
+    if args.bm25_from:
+        with open(args.bm25_from) as f:
+            bm25 = {k: v["bm25"] for k, v in json.load(f).items() if isinstance(v, dict) and "bm25" in v}
     _, held_out = split_pairs(args.data)
     by_source = collections.defaultdict(list)
     for row in held_out:
         by_source[row[0]].append(row)
-    model = load_static_model(args.model)
-    if args.max_tokens:
-        model = (model[0], model[1], args.max_tokens)
-    results = {}
-    print(f"{'source':<20}{'queries':>8}{'corpus':>8}  {'BM25 nDCG@10':>12}{'model':>8}{'rel.':>7}  {'BM25 R@100':>10}{'model':>8}")
-    for source in sorted(by_source):
-        r = evaluate_source(by_source[source], model, args.dims)
-        results[source] = r
-        rel = r["model"]["ndcg@10"] / r["bm25"]["ndcg@10"]
-        print(f"{source:<20}{r['queries']:>8}{r['corpus']:>8}  {r['bm25']['ndcg@10']:>12.3f}{r['model']['ndcg@10']:>8.3f}"
-              f"{rel:>7.2f}  {r['bm25']['recall@100']:>10.3f}{r['model']['recall@100']:>8.3f}", flush=True)
-    mb = np.mean([r["bm25"]["ndcg@10"] for r in results.values()])
-    mm = np.mean([r["model"]["ndcg@10"] for r in results.values()])
-    print(f"{'mean over sources':<36}  {mb:>12.3f}{mm:>8.3f}{mm / mb:>7.2f}")
-    nq = sum(r["queries"] for r in results.values())
-    ub = sum(r["bm25"]["ndcg@10"] * r["queries"] for r in results.values()) / nq
-    um = sum(r["model"]["ndcg@10"] * r["queries"] for r in results.values()) / nq
-    print(f"{'mean over all queries':<36}  {ub:>12.3f}{um:>8.3f}{um / ub:>7.2f}")
-    results["mean"] = {"bm25_ndcg@10": mb, "model_ndcg@10": mm, "relative": mm / mb}
-    results["mean_over_queries"] = {"bm25_ndcg@10": ub, "model_ndcg@10": um, "relative": um / ub}
+    if is_static_folder(args.model):
+        embed_fn = static_embed_fn(args.model, args.max_tokens)
+    else:
+        embed_fn = onnx_embed_fn(args.model, args.max_tokens, args.onnx_file)
+    results = {source: evaluate_source(by_source[source], embed_fn, args.dims, bm25.get(source)) for source in sorted(by_source)}
+    print_report(results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -1,0 +1,443 @@
+"""Trains lexembed's transformer legal-2-embedder: a small BERT encoder pretrained from scratch
+with masked-language modelling on the legal text of data/legal-pairs, then tuned for retrieval
+with InfoNCE (in-batch and mined hard negatives, generic headings masked, Matryoshka prefixes).
+
+    python3 model/train_transformer.py --data ../shared/data/legal-pairs \
+        --tokenizer models/legal-2-embedder-static/tokenizer.json \
+        --negatives model/work/negatives.npz --out model/work/transformer
+
+Meant for a CUDA GPU (bf16); on a CPU use --smoke to check the pipeline. Phase lengths are given
+in steps, or in seconds (--mlm-seconds/--ct-seconds): then the learning-rate schedule follows
+wall-clock progress and training.json records the steps that fitted, so a rerun can fix them
+with --mlm-steps/--ct-steps.
+Writes <out>/checkpoint.pt (fp32 state dict + config), training.json and evaluation.json (the
+held-out split of model/evaluate.py, BM25 beside the model). model/export_transformer.py turns
+the checkpoint into a lexembed model folder.
+"""
+import argparse
+import collections
+import json
+import math
+import multiprocessing as mp
+import os
+import random
+import time
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from bert import Bert, MlmHead, mean_pool
+from evaluate import bm25_source, build_source, model_source, print_report
+from legal_data import WordPiece, is_held_out, load_pairs
+
+PAD, UNK, CLS, SEP, MASK = 0, 100, 101, 102, 103
+
+
+def main():
+    args = parse_args()
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    if device.type == "cuda":  # cuDNN's attention failed once mid-run ("mha_graph.execute"); flash/efficient do not
+        torch.backends.cuda.enable_cudnn_sdp(False)
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.time()
+    log = Logger(t0)
+
+    rows = list(load_pairs(args.data))
+    left_out = set(args.leave_out.split(",")) if args.leave_out else set()
+    train = [g for g, (s, _, _, d) in enumerate(rows) if not is_held_out(s, d) and s not in left_out]
+    held_out = [rows[g] for g, (s, _, _, d) in enumerate(rows) if is_held_out(s, d)]
+    if args.smoke:
+        train = train[::max(1, len(train) // 3000)]
+    log(f"pairs: {len(rows)} in all, {len(train)} for training (left out: {sorted(left_out) or 'none'})")
+
+    # BM25 on the evaluation sets runs in other processes while the GPU trains.
+    eval_sets = evaluation_sets(rows, held_out, left_out, args.smoke)
+    pool = mp.get_context("spawn").Pool(min(len(eval_sets), max(1, (os.cpu_count() or 2) // 4)))
+    bm25_jobs = {name: pool.apply_async(bm25_source, (subset,)) for name, subset in eval_sets.items()}
+
+    vocab = load_vocab(args.tokenizer)
+    tok = Tokenizer(args.tokenizer, vocab, log)
+    if args.init:
+        ckpt = torch.load(args.init, map_location="cpu")
+        c = ckpt["config"]
+        args.layers, args.hidden, args.heads = c["num_hidden_layers"], c["hidden_size"], c["num_attention_heads"]
+        args.intermediate, args.max_tokens = c["intermediate_size"], c["max_position_embeddings"]
+    model = Bert(len(vocab), args.hidden, args.layers, args.heads, args.intermediate, args.max_tokens, args.dropout)
+    if args.init:
+        model.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
+        log(f"started from {args.init}")
+    model = model.to(device)
+    log(f"model: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, FFN {args.intermediate}: "
+        f"{sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters")
+    info = {"recipe": vars(args), "train_pairs": len(train), "held_out_pairs": len(held_out),
+            "vocab_size": len(vocab), "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+            "torch": torch.__version__}
+
+    if args.mlm_steps or args.mlm_seconds:
+        windows = mlm_windows(rows, train, tok, args.mlm_seq, log)
+        info["mlm"] = pretrain(model, windows, args, device, log)
+    if args.ct_steps or args.ct_seconds:
+        info["contrastive"] = tune(model, rows, train, tok, args, device, log)
+    info["seconds"] = round(time.time() - t0)
+    if args.half_checkpoint:  # small enough to carry back from a GPU machine
+        torch.save({"config": model.config, "state_dict": {k: v.half().cpu() for k, v in model.state_dict().items()},
+                    "vocab": vocab}, os.path.join(args.out, "checkpoint-fp16.pt"))
+    torch.save({"config": model.config, "state_dict": {k: v.float().cpu() for k, v in model.state_dict().items()},
+                "vocab": vocab}, os.path.join(args.out, "checkpoint.pt"))
+
+    model.eval()
+    embed_fn = torch_embed_fn(model, tok, args.max_tokens, device)
+    results = {}
+    for name, subset in eval_sets.items():
+        queries, corpus, _ = build_source(subset)
+        results[name] = {"queries": len(queries), "corpus": len(corpus),
+                         "model": model_source(subset, embed_fn), "bm25": bm25_jobs[name].get()}
+    pool.close()
+    held = {k: v for k, v in results.items() if not k.startswith("all-")}
+    print_report(held)
+    for name in [k for k in results if k.startswith("all-")]:
+        r = results[name]
+        log(f"{name}: queries {r['queries']}, corpus {r['corpus']}: BM25 nDCG@10 {r['bm25']['ndcg@10']:.3f} "
+            f"model {r['model']['ndcg@10']:.3f}; R@100 {r['bm25']['recall@100']:.3f} / {r['model']['recall@100']:.3f}")
+    for dims in args.report_dims:
+        prefix = {s: model_source(eval_sets[s], embed_fn, dims)["ndcg@10"] for s in held if s in eval_sets}
+        log(f"Matryoshka {dims}: " + ", ".join(f"{s} {v:.3f}" for s, v in prefix.items()))
+        held.setdefault("matryoshka", {})[str(dims)] = prefix
+    results.update(held)
+    with open(os.path.join(args.out, "evaluation.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    with open(os.path.join(args.out, "training.json"), "w") as f:
+        json.dump(info, f, indent=2, default=str)
+    log(f"done: {args.out}")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="folder with the legal-pairs *.jsonl.gz files")
+    p.add_argument("--tokenizer", required=True, help="tokenizer.json of the legal WordPiece (kept as is)")
+    p.add_argument("--negatives", help="hard negatives from model/mine_negatives.py (none: in-batch only)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--leave-out", default="", help="comma-separated sources left out of all training (cross-source test)")
+    p.add_argument("--init", help="checkpoint.pt to start from (its architecture wins over the flags)")
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--intermediate", type=int, default=1024)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--max-tokens", type=int, default=512, help="positions, and max input tokens served")
+    p.add_argument("--mlm-steps", type=int, default=0)
+    p.add_argument("--mlm-seconds", type=float, default=0, help="time budget for MLM (used when --mlm-steps is 0)")
+    p.add_argument("--mlm-batch", type=int, default=128)
+    p.add_argument("--mlm-seq", type=int, default=512)
+    p.add_argument("--mlm-lr", type=float, default=1e-3)
+    p.add_argument("--mask-prob", type=float, default=0.2)
+    p.add_argument("--ct-steps", type=int, default=0)
+    p.add_argument("--ct-seconds", type=float, default=0, help="time budget for contrastive tuning")
+    p.add_argument("--ct-batch", type=int, default=512)
+    p.add_argument("--ct-lr", type=float, default=2e-4)
+    p.add_argument("--query-tokens", type=int, default=128)
+    p.add_argument("--text-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=0.05)
+    p.add_argument("--matryoshka", default="32,64,128,256")
+    p.add_argument("--report-dims", default="64,128", help="Matryoshka prefixes to report after training")
+    p.add_argument("--seed", type=int, default=20261122)
+    p.add_argument("--half-checkpoint", action="store_true", help="also write checkpoint-fp16.pt")
+    p.add_argument("--smoke", action="store_true", help="tiny data subset, to check the pipeline on a CPU")
+    args = p.parse_args()
+    args.matryoshka = [int(d) for d in args.matryoshka.split(",") if d and int(d) <= args.hidden]
+    if args.hidden not in args.matryoshka:
+        args.matryoshka.append(args.hidden)
+    args.report_dims = [int(d) for d in args.report_dims.split(",") if d]
+    return args
+
+
+class Logger:
+    def __init__(self, t0):
+        self.t0 = t0
+
+    def __call__(self, message):
+        print(f"[{time.time() - self.t0:6.0f}s] {message}", flush=True)
+
+
+def load_vocab(path):
+    with open(path, encoding="utf-8") as f:
+        ids = json.load(f)["model"]["vocab"]
+    vocab = [None] * len(ids)
+    for piece, i in ids.items():
+        vocab[i] = piece
+    assert vocab[CLS] == "[CLS]" and vocab[SEP] == "[SEP]" and vocab[MASK] == "[MASK]" and vocab[PAD] == "[PAD]"
+    return vocab
+
+
+class Tokenizer:
+    """The served tokenizer.json through the Rust `tokenizers` package when it is installed (it
+    is checked against the Python WordPiece on a sample), otherwise the Python WordPiece. Where
+    the two differ, `exact` callers (tuning and evaluation) get the Python one; MLM pretraining
+    takes the fast one regardless, as a rare different piece does not matter there."""
+
+    def __init__(self, path, vocab, log):
+        self.py = WordPiece(vocab)
+        self.fast, self.agrees = None, False
+        try:
+            from tokenizers import Tokenizer as Fast
+        except ImportError:
+            log("tokenizer: Python WordPiece (no `tokenizers` package)")
+            return
+        self.fast = Fast.from_file(path)
+        self.fast.no_truncation()
+        self.fast.no_padding()
+        sample = [r[1] for r in SAMPLE_TEXTS] + [r[2][:3000] for r in SAMPLE_TEXTS]
+        got = [e.ids for e in self.fast.encode_batch(sample)]
+        bad = sum(a != self.py.encode(t) for a, t in zip(got, sample))
+        self.agrees = bad == 0
+        log(f"tokenizer: Rust tokenizers {'agrees' if self.agrees else f'differs on {bad}'} on {len(sample)} sample texts")
+
+    def encode(self, texts, max_tokens=None, chunk_chars=None, exact=True):
+        """Ids with [CLS] … [SEP]; with max_tokens, truncation keeps the final [SEP]."""
+        if chunk_chars:
+            texts = [t[:chunk_chars] for t in texts]
+        if self.fast is not None and (self.agrees or not exact):
+            out = []
+            for start in range(0, len(texts), 4096):
+                out.extend(e.ids for e in self.fast.encode_batch(texts[start:start + 4096]))
+        else:
+            out = [self.py.encode(t) for t in texts]
+        if max_tokens:
+            out = [ids if len(ids) <= max_tokens else ids[:max_tokens - 1] + [SEP] for ids in out]
+        return out
+
+
+SAMPLE_TEXTS = []  # filled from the data at start (first rows of each source)
+
+
+def evaluation_sets(rows, held_out, left_out, smoke):
+    by_source = collections.defaultdict(list)
+    for row in held_out:
+        by_source[row[0]].append(row)
+    sets = dict(sorted(by_source.items()))
+    for source in sorted(left_out):  # the whole left-out source, not only its held-out part
+        sets[f"all-{source}"] = [r for r in rows if r[0] == source]
+    if smoke:
+        sets = {k: v[:300] for k, v in sets.items()}
+    seen = set()
+    for r in rows:
+        if r[0] not in seen:
+            seen.add(r[0])
+            SAMPLE_TEXTS.append(r)
+    SAMPLE_TEXTS.extend(rows[:: max(1, len(rows) // 200)])
+    return sets
+
+
+def mlm_windows(rows, train, tok, seq, log):
+    """Every distinct training text (whole, up to 20,000 characters) and heading, tokenised and
+    packed into windows of `seq` tokens, each [CLS] … [SEP]."""
+    seen, texts = set(), []
+    for g in train:
+        for t in (rows[g][2], rows[g][1]):
+            if t not in seen:
+                seen.add(t)
+                texts.append(t)
+    stream = []
+    for ids in tok.encode(texts, exact=False):
+        stream.extend(ids[1:])  # content + [SEP] as document separator
+    body = seq - 1
+    n = len(stream) // body
+    windows = torch.tensor(stream[: n * body], dtype=torch.int32).view(n, body)
+    windows = torch.cat([torch.full((n, 1), CLS, dtype=torch.int32), windows], dim=1)
+    windows[:, -1] = SEP
+    log(f"MLM corpus: {len(texts)} texts, {len(stream) / 1e6:.1f} M tokens, {n} windows of {seq}")
+    return windows
+
+
+def pretrain(model, windows, args, device, log):
+    head = MlmHead(model).to(device)
+    params = list(model.parameters()) + [p for n, p in head.named_parameters() if not n.startswith("word_embeddings")]
+    opt = torch.optim.AdamW(params, lr=args.mlm_lr, betas=(0.9, 0.98), weight_decay=0.01,
+                            **({"fused": True} if device.type == "cuda" else {}))
+    windows = windows.to(device)
+    vocab_size = model.config["vocab_size"]
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    model.train()
+
+    def step(lr):
+        for g in opt.param_groups:
+            g["lr"] = lr
+        idx = torch.randint(0, windows.shape[0], (args.mlm_batch,), device=device, generator=gen)
+        ids = windows[idx].long()
+        special = (ids == CLS) | (ids == SEP)
+        masked = (torch.rand(ids.shape, device=device, generator=gen) < args.mask_prob) & ~special
+        labels = ids[masked]
+        r = torch.rand(ids.shape, device=device, generator=gen)
+        inputs = ids.clone()
+        inputs[masked & (r < 0.8)] = MASK
+        rand_tok = masked & (r >= 0.8) & (r < 0.9)
+        inputs[rand_tok] = torch.randint(1000, vocab_size, (int(rand_tok.sum()),), device=device, generator=gen)
+        with autocast(device):
+            hidden = model(inputs, torch.ones_like(inputs))
+            logits = head(hidden[masked])
+            loss = F.cross_entropy(logits.float(), labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        return loss
+
+    result = run_schedule(args.mlm_steps, args.mlm_seconds, step, args.mlm_lr, device, log, "MLM")
+    result["tokens_seen"] = result["steps_done"] * args.mlm_batch * args.mlm_seq
+    result["epochs"] = round(result["tokens_seen"] / windows.numel(), 2)
+    return result
+
+
+def tune(model, rows, train, tok, args, device, log):
+    queries = tok.encode([rows[g][1] for g in train], args.query_tokens)
+    texts = tok.encode([rows[g][2] for g in train], args.text_tokens, chunk_chars=args.text_tokens * 12)
+    q_ids, q_len = pad_table(queries)
+    t_ids, t_len = pad_table(texts)
+    q_ids, q_len, t_ids, t_len = (x.to(device) for x in (q_ids, q_len, t_ids, t_len))
+    # Equal keys are not negatives of each other: headings case-folded, texts exactly.
+    key_of, text_of = {}, {}
+    q_key = torch.tensor([key_of.setdefault(rows[g][1].lower().strip(), len(key_of)) for g in train], device=device)
+    t_key = torch.tensor([text_of.setdefault(rows[g][2], len(text_of)) for g in train], device=device)
+    negatives = load_negatives(args.negatives, rows, train)
+    log(f"contrastive: {len(train)} pairs, hard negatives for {sum(1 for n in negatives if n)} of them")
+    opt = torch.optim.AdamW(model.parameters(), lr=args.ct_lr, weight_decay=0.01,
+                            **({"fused": True} if device.type == "cuda" else {}))
+    rng = random.Random(args.seed)
+    order, cursor = [], [0]
+    model.train()
+
+    def encode(ids_table, lengths, idx):
+        width = int(lengths[idx].max())
+        ids = ids_table[idx, :width].long()
+        mask = (ids != PAD).long()
+        return mean_pool(model(ids, mask), mask)
+
+    def step(lr):
+        for g in opt.param_groups:
+            g["lr"] = lr
+        if cursor[0] + args.ct_batch > len(order):
+            order[:] = list(range(len(train)))
+            rng.shuffle(order)
+            cursor[0] = 0
+        batch = order[cursor[0]:cursor[0] + args.ct_batch]
+        cursor[0] += args.ct_batch
+        neg = [rng.choice(negatives[i]) if negatives[i] else rng.randrange(len(train)) for i in batch]
+        b = torch.tensor(batch, device=device)
+        cols = torch.cat([b, torch.tensor(neg, device=device)])
+        with autocast(device):
+            q = encode(q_ids, q_len, b).float()
+            t = encode(t_ids, t_len, cols).float()
+        positive = torch.arange(len(batch), device=device)
+        # Mask columns that share the row's heading or text, except the row's own positive.
+        false_neg = (q_key[b][:, None] == q_key[cols][None, :]) | (t_key[b][:, None] == t_key[cols][None, :])
+        false_neg[positive, positive] = False
+        back_mask = false_neg[:, :len(batch)].T
+        loss = 0.0
+        for d in args.matryoshka:
+            qn = F.normalize(q[:, :d], dim=-1)
+            tn = F.normalize(t[:, :d], dim=-1)
+            logits = (qn @ tn.T / args.temperature).masked_fill(false_neg, -1e4)
+            back = (tn[:len(batch)] @ qn.T / args.temperature).masked_fill(back_mask, -1e4)
+            loss = loss + F.cross_entropy(logits, positive) + F.cross_entropy(back, positive)
+        loss = loss / (2 * len(args.matryoshka))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    result = run_schedule(args.ct_steps, args.ct_seconds, step, args.ct_lr, device, log, "contrastive")
+    result["epochs"] = round(result["steps_done"] * args.ct_batch / len(train), 2)
+    return result
+
+
+def load_negatives(path, rows, train):
+    """Per training pair (by position in `train`), its mined negatives as positions in `train`."""
+    if not path:
+        return [[] for _ in train]
+    with np.load(path) as data:
+        assert int(data["rows"]) == len(rows), "negatives were mined from another version of the data"
+        mined = np.concatenate([data["bm25"], data["model"]], axis=1)[train].tolist()
+    pos = {g: i for i, g in enumerate(train)}
+    return [sorted({pos[j] for j in cand if j in pos}) for cand in mined]
+
+
+def pad_table(seqs):
+    width = max(len(s) for s in seqs)
+    table = torch.zeros((len(seqs), width), dtype=torch.int32)
+    for i, s in enumerate(seqs):
+        table[i, :len(s)] = torch.tensor(s, dtype=torch.int32)
+    return table, torch.tensor([len(s) for s in seqs])
+
+
+def run_schedule(steps, seconds, step, peak_lr, device, log, name):
+    """Linear warm-up (first 6 %) and linear decay to zero, over `steps` steps or, when steps is
+    0, over `seconds` of wall-clock time (progress = elapsed / seconds; the steps that fitted are
+    returned, so a rerun can fix them with --mlm-steps/--ct-steps)."""
+    start, last, done = time.time(), 0.0, 0
+    while True:
+        progress = done / steps if steps else (time.time() - start) / seconds
+        if progress >= 1:
+            break
+        lr = peak_lr * min((progress + 1e-3) / 0.06, (1 - progress) / 0.94)
+        loss = step(lr)
+        if done % 200 == 0:
+            last = float(loss.detach())
+            log(f"{name} step {done} ({progress:.0%}) lr {lr:.2e} loss {last:.4f}")
+        done += 1
+    last = float(loss.detach()) if done else last
+    sync(device)
+    elapsed = time.time() - start
+    log(f"{name}: {done} steps in {elapsed:.0f} s ({elapsed / max(1, done) * 1000:.0f} ms per step), last loss {last:.4f}")
+    return {"steps_done": done, "budget": f"{steps} steps" if steps else f"{seconds:.0f} s",
+            "last_loss": last, "seconds": round(elapsed)}
+
+
+def torch_embed_fn(model, tok, max_tokens, device):
+    """Embeds as lexembed serves: ids truncated keeping [SEP], mean pooling, L2 normalisation (fp32)."""
+
+    cache = {}
+
+    def run(texts, dims=None):
+        key = tuple(texts)
+        if key not in cache:  # Matryoshka reports reuse the full vectors
+            cache[key] = embed_full(texts)
+        out = torch.from_numpy(cache[key])
+        if dims:
+            out = out[:, :dims]
+        return F.normalize(out, dim=-1).numpy()
+
+    @torch.no_grad()
+    def embed_full(texts):
+        ids = tok.encode(texts, max_tokens, chunk_chars=max_tokens * 12)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = torch.zeros((len(ids), model.config["hidden_size"]))
+        for start in range(0, len(order), 256):
+            chunk = order[start:start + 256]
+            x, _ = pad_table([ids[i] for i in chunk])
+            x = x.long().to(device)
+            m = (x != PAD).long()
+            out[chunk] = mean_pool(model(x, m), m).float().cpu()
+        return out.numpy()
+    return run
+
+
+def autocast(device):
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return torch.autocast("cpu", enabled=False)
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()
