@@ -1,8 +1,23 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx's loader, so no build step is needed.
-import { register } from 'tsx/esm/api';
+// The lexembed CLI. Installed from npm it runs the built JavaScript in dist/; in a checkout of
+// the repository (src/ present, tsx installed as a dev dependency) it runs the TypeScript source,
+// so development and tests never run a stale build.
+import { existsSync } from 'node:fs';
 
-register();
-const { main } = await import('../src/cli/index.ts');
+const source = new URL('../src/cli/index.ts', import.meta.url);
+let cli;
+if (existsSync(source) && !process.env.LEXEMBED_USE_DIST) {
+  const { register } = await import('tsx/esm/api').catch(() => {
+    console.error('lexembed: running from a source checkout needs its dev dependencies: run `npm ci` first');
+    process.exit(1);
+  });
+  register();
+  cli = await import(source.href);
+} else {
+  cli = await import('../dist/cli/index.js').catch((error) => {
+    console.error(`lexembed: dist/ is missing or broken (${error.message}); run \`npm run build\``);
+    process.exit(1);
+  });
+}
 // Exit explicitly: onnxruntime's thread pool must not keep a finished command alive.
-process.exit(await main(process.argv.slice(2)));
+process.exit(await cli.main(process.argv.slice(2)));

@@ -1,8 +1,6 @@
-// The `lexembed` command line: dispatches to serve, keys and accounts.
-import { embedCommand } from './embed.ts';
-import { accountsCommand, keysCommand } from './keys.ts';
+// The `lexembed` command line: dispatches to serve, keys and accounts. Each command's module is
+// imported when it runs, so `--help` and `keys` do not load the model runtime (start-up time).
 import { UsageError } from './options.ts';
-import { serveCommand } from './serve.ts';
 
 const USAGE = `lexembed — self-hosted legal embedding API
 
@@ -20,13 +18,13 @@ export async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case 'serve':
-        return await serveCommand(rest, out, err);
+        return await (await import('./serve.ts')).serveCommand(rest, out, err);
       case 'embed':
-        return await embedCommand(rest, out, err);
+        return await (await import('./embed.ts')).embedCommand(rest, out, err);
       case 'keys':
-        return await keysCommand(rest, out);
+        return await (await import('./keys.ts')).keysCommand(rest, out);
       case 'accounts':
-        return await accountsCommand(rest, out);
+        return await (await import('./keys.ts')).accountsCommand(rest, out);
       case '--help':
       case '-h':
       case 'help':

@@ -18,7 +18,9 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
   env.allowLocalModels = true;
   env.localModelPath = options.localModelPath;
   const tokenizer = await AutoTokenizer.from_pretrained(options.modelId);
-  const worker = new Worker(new URL('./inference-worker.mjs', import.meta.url), { workerData: options });
+  // From source (tests, a dev checkout) the worker registers tsx first; built, it is plain JS.
+  const entry = import.meta.url.endsWith('.ts') ? './inference-worker.mjs' : './inference-worker-main.js';
+  const worker = new Worker(new URL(entry, import.meta.url), { workerData: options });
   const pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let dead: Error | undefined;

@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const NODE_ONLY = new Set(['onnxruntime-node', '@hono/node-server', 'prom-client', 'ioredis', 'tsx', 'autocannon', 'webgpu', ...builtinModules]);
-const ENTRIES = ['src/local/client.ts', 'src/client/index.ts', 'src/contract/index.ts', 'web-demo/src/main.ts', 'web-demo/src/worker.ts', 'edge/worker.ts'];
+const ENTRIES = ['src/local/client.ts', 'src/client/index.ts', 'src/contract/index.ts', 'src/edge/handler.ts', 'web-demo/src/main.ts', 'web-demo/src/worker.ts', 'edge/worker.ts'];
 
 function walk(entry: string): { files: string[]; packages: Map<string, string> } {
   const files: string[] = [];
