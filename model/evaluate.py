@@ -1,6 +1,6 @@
 """Scores a lexembed model folder (static or transformer) against BM25 on the held-out documents.
 
-    /usr/bin/python3 model/evaluate.py --data ../shared/data/legal-pairs --model models/legal-2-embedder
+    /usr/bin/python3 model/evaluate.py --data ../shared/data/legal-pairs --model models/legal-2-embedder-static
 
 For each source, queries are the distinct headings of the held-out documents (case-folded);
 the corpus is every held-out text of that source; a text is relevant to a heading when the

@@ -3,7 +3,7 @@ inputs input_ids/attention_mask/token_type_ids, output last_hidden_state), int8 
 vectors hold (cosine to the torch model on a fixed set), tokenizer, config and settings.
 
     python3 model/export_transformer.py --checkpoint model/work/transformer/checkpoint.pt \
-        --data ../shared/data/legal-pairs --out models/legal-2-embedder
+        --data ../shared/data/legal-pairs --out model/work/transformer-folder
 
 Needs onnx and onnxruntime (with its quantization tools) beside torch. Writes onnx/model.onnx
 (fp32) and onnx/model_quantized.onnx (dynamic int8: MatMul and Gather weights); lexembed.json

@@ -3,7 +3,7 @@ source that BM25 and the current bundled model (the static legal-2-embedder) ran
 heading, minus anything that is not a true negative.
 
     python3 model/mine_negatives.py --data ../shared/data/legal-pairs \
-        --model models/legal-2-embedder --out model/work/negatives.npz
+        --model models/legal-2-embedder-static --out model/work/negatives.npz
 
 Writes `bm25` and `model` arrays of shape (all pairs, K) holding global row indices (the position
 of a pair in `legal_data.load_pairs` order; -1 pads), so a run that leaves a source out can use the

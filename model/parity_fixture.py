@@ -1,11 +1,10 @@
-"""Writes tests/fixtures/legal-model-parity.json: for fixed texts, the token ids of the Python
+"""Writes a parity fixture for the static model: for fixed texts, the token ids of the Python
 training tokenizer and the first 8 components of the vector the recipe computes (the int8 table
-as served), so tests/embedder/legal-model.test.ts can check the served model agrees.
+as served). The bundled (hybrid) model's fixture, tests/fixtures/legal-model-parity.json, is
+written by model/export_hybrid.py --parity instead.
 
-    /usr/bin/python3 model/parity_fixture.py --model models/legal-2-embedder \
-        --out tests/fixtures/legal-model-parity.json
-
-Re-run whenever the bundled model changes; the texts are kept from the existing fixture.
+    /usr/bin/python3 model/parity_fixture.py --model models/legal-2-embedder-static \
+        --out static-parity.json   # a copy of an existing fixture: its texts are kept
 """
 import argparse
 import json

@@ -33,7 +33,7 @@ $PY -c "import torch, onnxruntime, tokenizers; print('torch', torch.__version__,
 
 train() {
   local name=$1; shift
-  timeout "$TRAIN_LIMIT" $PY train_transformer.py --data "$DATA" --tokenizer ../models/legal-2-embedder/tokenizer.json \
+  timeout "$TRAIN_LIMIT" $PY train_transformer.py --data "$DATA" --tokenizer ../models/legal-2-embedder-static/tokenizer.json \
     --negatives "$NEGATIVES" --out "$WORK/$name" --mlm-seconds "$MLM_SECONDS" --ct-seconds "$CT_SECONDS" "$@" ${EXTRA_ARGS:-} \
     > "$RESULTS/$name.log" 2>&1
   echo "$name exited $?" | tee -a "$RESULTS/gpu.txt"

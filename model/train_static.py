@@ -62,6 +62,9 @@ def main():
     p.add_argument("--temperature", type=float, default=0.05)
     p.add_argument("--matryoshka", default="32,64,128,256")
     p.add_argument("--seed", type=int, default=20261122)
+    p.add_argument("--leave-out", default="", help="comma-separated sources left out of training (cross-source test)")
+    p.add_argument("--tokenizer", help="reuse this tokenizer.json's vocabulary instead of building one "
+                                       "(a model to combine with another on the same ids)")
     p.add_argument("--group", type=int, default=0,
                    help="build batches from runs of this many pairs of the same document, so sections of "
                         "one statute are each other's in-batch negatives (0: plain random batches)")
@@ -74,8 +77,14 @@ def main():
     t0 = time.time()
 
     train, held_out = split_pairs(args.data)
-    print(f"pairs: train {len(train)}, held out {len(held_out)} ({time.time() - t0:.0f}s)", flush=True)
-    vocab = build_vocab(load_wordpiece_vocab(args.vocab), [t for _, _, t, _ in train], args.extra_words, args.min_count)
+    left_out = set(filter(None, args.leave_out.split(",")))
+    train = [row for row in train if row[0] not in left_out]
+    print(f"pairs: train {len(train)}, held out {len(held_out)}, left out: {sorted(left_out) or 'none'} ({time.time() - t0:.0f}s)", flush=True)
+    if args.tokenizer:
+        from evaluate import load_tokenizer
+        vocab = load_tokenizer(os.path.dirname(os.path.abspath(args.tokenizer))).vocab
+    else:
+        vocab = build_vocab(load_wordpiece_vocab(args.vocab), [t for _, _, t, _ in train], args.extra_words, args.min_count)
     tok = WordPiece(vocab)
     print(f"vocab: {len(vocab)} pieces ({time.time() - t0:.0f}s)", flush=True)
 

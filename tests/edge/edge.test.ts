@@ -6,7 +6,7 @@ import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryKeyStore } from '../../src/auth/memory-store.ts';
 import { createKey } from '../../src/auth/service.ts';
-import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../../src/node/load-model.ts';
+import { STATIC_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../../src/node/load-model.ts';
 
 const DIST = join(PROJECT_ROOT, 'edge', 'dist');
 let mf: Miniflare;
@@ -31,7 +31,7 @@ beforeAll(async () => {
       MODEL: async (request: { url: string }) => {
         const file = new URL(request.url).pathname.slice(1);
         try {
-          return new Response(readFileSync(join(BUNDLED_MODEL_DIR, file)));
+          return new Response(readFileSync(join(STATIC_MODEL_DIR, file)));
         } catch {
           return new Response('not found', { status: 404 });
         }
@@ -54,7 +54,7 @@ describe('edge worker in workerd', () => {
     const res = await post({ model: 'legal-2-embedder', texts, dimensions: 256 }, `Bearer ${key}`);
     const body = (await res.json()) as { embeddings: { index: number; embedding: number[] }[]; usage: { input_tokens: number } };
     expect(res.status, JSON.stringify(body)).toBe(200);
-    const node = await loadModelFolder(BUNDLED_MODEL_DIR, { inference: 'main' });
+    const node = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
     const r = await node.embed({ texts, task: null, overflowStrategy: 'drop_end', dimensions: 256 });
     await node.dispose();
     if (!r.ok) throw new Error('node embed failed');

@@ -7,7 +7,7 @@ import { BUNDLED_MODEL_DIR, loadModelFolder } from '../../src/node/load-model.ts
 import type { Embedder } from '../../src/embedder/types.ts';
 
 const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
-  cases: { text: string; ids: number[]; vector_head: number[] }[];
+  cases: { text: string; ids: number[]; vector_head: number[]; vector_tail: number[] }[];
 };
 
 let embedder: Embedder;
@@ -22,8 +22,8 @@ const embed = async (texts: string[], extra: { task?: 'retrieval/query' | 'retri
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
 
 describe('bundled legal-2-embedder', () => {
-  it('is a 384-dimension model with 512 max input tokens', () => {
-    expect(embedder.settings.dimensions).toMatchObject({ default: 384, max: 384 });
+  it('is a 640-dimension model (256 transformer + 384 static) with 512 max input tokens', () => {
+    expect(embedder.settings.dimensions).toMatchObject({ default: 640, max: 640, matryoshka: [32, 64, 128, 256] });
     expect(embedder.settings.max_input_tokens).toBe(512);
   });
 
@@ -36,7 +36,10 @@ describe('bundled legal-2-embedder', () => {
 
   it('gives the vectors the training recipe computes', async () => {
     const { vectors } = await embed(parity.cases.map((c) => c.text));
-    parity.cases.forEach((c, i) => c.vector_head.forEach((x, k) => expect(vectors[i][k]).toBeCloseTo(x, 4)));
+    parity.cases.forEach((c, i) => {
+      c.vector_head.forEach((x, k) => expect(vectors[i][k]).toBeCloseTo(x, 4)); // transformer part
+      c.vector_tail.forEach((x, k) => expect(vectors[i][vectors[i].length - 8 + k]).toBeCloseTo(x, 4)); // static part
+    });
   });
 
   it('ranks the matching provision first for legal queries', async () => {

@@ -84,7 +84,9 @@ describe('WebGPU path against the CPU path', () => {
     // few hundred requests). Collected in both threads after each round it is flat (measured
     // within 10 MB over 600 requests), so a growth here is memory that nothing frees.
     expect(typeof (globalThis as { gc?: unknown }).gc, 'vitest runs with --expose-gc').toBe('function');
-    const { gpu } = pairs['legal-2-embedder'];
+    // The test model (a real transformer graph) keeps 200 requests quick on a software GPU; the
+    // bundled hybrid's parity is checked above.
+    const { gpu } = pairs['test model'];
     const rss: number[] = [];
     for (let round = 0; round < 10; round++) {
       for (let i = 0; i < 20; i++) {

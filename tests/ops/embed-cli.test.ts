@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, appendFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR, STATIC_MODEL_DIR } from '../../src/node/load-model.ts';
 import { CLI, runCli, startServe } from '../support/cli.ts';
 
 let dir: string;
@@ -14,6 +14,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const readOut = (path: string) => readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; embedding: number[] });
 const embed = (input: string, output: string, ...extra: string[]) => runCli(['embed', input, '--output', output, '--model', BUNDLED_MODEL_DIR, ...extra]);
+// Tests of the command's mechanics that embed thousands of rows use the fast static model.
+const embedStatic = (input: string, output: string, ...extra: string[]) => runCli(['embed', input, '--output', output, '--model', STATIC_MODEL_DIR, ...extra]);
 
 describe('lexembed embed', () => {
   it('embeds JSONL into {id, embedding} lines with a progress bar showing rate and ETA', async () => {
@@ -62,10 +64,11 @@ describe('lexembed embed', () => {
     const n = 4000;
     writeFileSync(input, Array.from({ length: n }, (_, i) => JSON.stringify({ id: `r${i}`, text: `Clause ${i}. ` + 'The parties agree to indemnify each other. '.repeat(3) })).join('\n') + '\n');
     const reference = join(dir, 'big.reference.jsonl');
-    expect((await embed(input, reference, '--batch-size', '50')).code).toBe(0);
+    expect((await embedStatic(input, reference, '--batch-size', '50')).code).toBe(0);
 
     const output = join(dir, 'big.out.jsonl');
-    const child = spawn(process.execPath, [CLI, 'embed', input, '--output', output, '--model', BUNDLED_MODEL_DIR, '--batch-size', '50'], { stdio: 'ignore' });
+    // The fast static model: this is about resuming, and the kill must land mid-run.
+    const child = spawn(process.execPath, [CLI, 'embed', input, '--output', output, '--model', STATIC_MODEL_DIR, '--batch-size', '50'], { stdio: 'ignore' });
     await new Promise<void>((resolve) => {
       const poll = setInterval(() => {
         if (existsSync(output) && readFileSync(output, 'utf8').split('\n').length > 200) (clearInterval(poll), resolve());
@@ -78,7 +81,7 @@ describe('lexembed embed', () => {
     expect(partial).toBeLessThan(n);
     appendFileSync(output, '{"id":"r99999","embedd'); // as if the kill had torn a line
 
-    const resumed = await embed(input, output, '--batch-size', '50');
+    const resumed = await embedStatic(input, output, '--batch-size', '50');
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain('cutting an incomplete last line');
     expect(resumed.stderr).toMatch(/resuming: \d+ rows already/);

@@ -45,7 +45,8 @@ beforeAll(async () => {
 }, SLOW);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) await new Promise((r) => (server!.once('exit', r), server!.kill('SIGTERM')));
+  // npx runs lexembed as its child: signal the whole process group, or the server outlives the test.
+  if (server && server.exitCode === null) await new Promise((r) => (server!.once('exit', r), process.kill(-server!.pid!, 'SIGTERM')));
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -53,7 +54,8 @@ describe('the packed tarball', () => {
   it('holds the built entries, the CLI and the bundled model, and no sources, tests or recipes', async () => {
     const listing = (await run('tar', ['-tzf', tarball], { maxBuffer: 16 << 20 })).stdout.split('\n');
     for (const f of ['package/dist/index.js', 'package/dist/index.d.ts', 'package/dist/client/index.js', 'package/dist/edge/handler.d.ts',
-      'package/bin/lexembed.js', 'package/models/legal-2-embedder/onnx/model.onnx', 'package/models/legal-2-embedder/lexembed.json']) {
+      'package/bin/lexembed.js', 'package/models/legal-2-embedder/onnx/model.onnx', 'package/models/legal-2-embedder/lexembed.json',
+      'package/models/legal-2-embedder-static/onnx/model.onnx']) {
       expect(listing, f).toContain(f);
     }
     expect(listing.filter((f) => /^package\/(src|tests|bench|model|web-demo|edge|scripts)\//.test(f))).toEqual([]);
@@ -85,14 +87,14 @@ describe('installed from the tarball', () => {
     });
     expect(r.status).toBe(200);
     const body = (await r.json()) as { embeddings: { embedding: number[] }[] };
-    expect(body.embeddings[0]!.embedding.length).toBe(384);
+    expect(body.embeddings[0]!.embedding.length).toBe(640);
   });
 
   it('a plain .mjs Node script imports lexembed/client and lexembed/contract and calls the server', async () => {
     writeFileSync(join(project, 'client.mjs'), `
 import { Lexembed, AuthenticationError } from 'lexembed/client';
 import { validateEmbeddingRequest, DEFAULT_MODEL_NAME } from 'lexembed/contract';
-const check = validateEmbeddingRequest({ model: DEFAULT_MODEL_NAME, texts: ['Lease'] }, { modelName: DEFAULT_MODEL_NAME, maxDimensions: 384, tasks: ['retrieval/query', 'retrieval/document'] });
+const check = validateEmbeddingRequest({ model: DEFAULT_MODEL_NAME, texts: ['Lease'] }, { modelName: DEFAULT_MODEL_NAME, maxDimensions: 640, tasks: ['retrieval/query', 'retrieval/document'] });
 const client = new Lexembed({ baseURL: process.env.BASE_URL });
 const { embeddings, usage } = await client.embeddings.create({ model: DEFAULT_MODEL_NAME, texts: ['Termination of lease', 'Security deposit'] });
 let rejected = '';
@@ -102,7 +104,7 @@ console.log(JSON.stringify({ valid: check.ok, count: embeddings.length, dims: em
 `);
     const { stdout } = await run(process.execPath, ['client.mjs'], { cwd: project, env: { ...process.env, BASE_URL: `${serverUrl}/v1`, LEXEMBED_API_KEY: apiKey } });
     const out = JSON.parse(stdout) as { valid: boolean; count: number; dims: number; tokens: number; rejected: string };
-    expect(out).toMatchObject({ valid: true, count: 2, dims: 384, rejected: 'AuthenticationError 401' });
+    expect(out).toMatchObject({ valid: true, count: 2, dims: 640, rejected: 'AuthenticationError 401' });
     expect(out.tokens).toBeGreaterThan(4);
   });
 
@@ -146,6 +148,7 @@ async function startInstalledServer(): Promise<{ child: ChildProcess; url: strin
   const child = spawn('npx', ['--no-install', 'lexembed', 'serve', '--port', '0', '--data-dir', join(scratch, 'keys'), '--device', 'cpu'], {
     cwd: project,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // its own process group, so afterAll stops npx and the server it started
   });
   let output = '';
   child.stderr!.on('data', (d) => (output += d));

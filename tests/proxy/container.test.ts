@@ -24,14 +24,15 @@ describe('lexembed serve --deployment proxy', () => {
 
   it('keeps answering /ping within 2 s while embedding under load', async () => {
     const texts = Array.from({ length: 128 }, (_, i) => `section ${i} ` + 'the tenant shall pay the rent on the first day of each month '.repeat(8));
-    const load = Array.from({ length: 16 }, () =>
+    // 4 × 128 long texts keep the bundled (hybrid) model busy for several seconds on 2 cores.
+    const load = Array.from({ length: 4 }, () =>
       fetch(`${server.url}/invocations`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: '/v1/embeddings', data: { model: 'legal-2-embedder', texts } }) }),
     );
     const started = performance.now();
     expect((await fetch(`${server.url}/ping`)).status).toBe(200);
     expect(performance.now() - started).toBeLessThan(2000);
     for (const r of await Promise.all(load)) expect(r.status).toBe(200);
-  });
+  }, 180_000);
 
   it('SIGTERM stops accepting and drains in-flight requests', async () => {
     const texts = Array.from({ length: 128 }, (_, i) => `clause ${i} ` + 'indemnify and hold harmless '.repeat(10));
