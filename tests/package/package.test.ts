@@ -1,14 +1,16 @@
 // The package as users get it: `npm pack`, installed into a scratch project made here (npm's
 // cache serves what `npm ci` fetched), then used the ways the README shows: the CLI through npx
 // (keys, serve), a plain .mjs Node script on lexembed/client and lexembed/contract, TypeScript
-// consumers on the shipped .d.ts under `bundler` and `node16` resolution, and publint/attw on the
-// tarball. Slow by nature (a real install), so one install serves every test.
+// consumers on the shipped .d.ts under `bundler` and `node16` resolution, a Vite app on
+// lexembed/local, a Worker built from lexembed/edge in workerd, and publint/attw on the tarball. Slow by nature (a real install), so one install serves every test.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build as esbuild } from 'esbuild';
+import { Miniflare } from 'miniflare';
 import { PROJECT_ROOT } from '../../src/node/load-model.ts';
 
 const run = promisify(execFile);
@@ -141,6 +143,68 @@ export const wrong: EmbeddingCreateParams = { model: 'legal-2-embedder', texts: 
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
     const result = await run(process.execPath, [TSC, '-p', dir], { cwd: dir }).catch((e: { stdout: string; stderr: string }) => e);
     expect('stdout' in result ? result.stdout + result.stderr : '').toBe('');
+  }, SLOW);
+});
+
+describe('bundled by an application from the installed package', () => {
+  const NODE_ONLY = /onnxruntime-node|@hono\/node-server|prom-client|ioredis|from ?["']node:|(?:require|import)\(["']node:|webgpu\/dist|dawn\.node/;
+
+  it('a Vite app importing lexembed/local builds, and its bundle holds no Node-only module', async () => {
+    const dir = join(project, 'vite-app');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><script type="module" src="./main.js"></script>');
+    writeFileSync(join(dir, 'main.js'), `
+import { createLocalClient } from 'lexembed/local';
+import { Lexembed } from 'lexembed/client';
+const client = createLocalClient({ model: '/models/legal-2-embedder/', device: 'wasm' });
+globalThis.lexembed = { client, remote: new Lexembed({ apiKey: 'x' }) };
+`);
+    const vite = join(PROJECT_ROOT, 'node_modules', 'vite', 'bin', 'vite.js');
+    const out = await run(process.execPath, [vite, 'build', dir, '--outDir', join(dir, 'dist'), '--emptyOutDir', '--logLevel', 'warn'], { cwd: dir, maxBuffer: 16 << 20 });
+    const files = readdirSync(join(dir, 'dist', 'assets')).filter((f) => f.endsWith('.js') || f.endsWith('.mjs'));
+    const bytes = files.reduce((n, f) => n + readFileSync(join(dir, 'dist', 'assets', f)).length, 0);
+    expect(bytes, `transformers.js and onnxruntime-web are bundled: ${out.stdout}${out.stderr}`).toBeGreaterThan(300_000);
+    for (const f of files) expect(NODE_ONLY.exec(readFileSync(join(dir, 'dist', 'assets', f), 'utf8'))?.[0] ?? null, f).toBeNull();
+  }, SLOW);
+
+  it('a Worker built with esbuild from lexembed/edge runs in workerd and answers /v1/embeddings', async () => {
+    const dir = join(project, 'worker');
+    mkdirSync(join(dir, 'dist'), { recursive: true });
+    writeFileSync(join(dir, 'worker.mjs'), `
+import wasmModule from './ort-wasm-simd-threaded.asyncify.wasm';
+import { createEdgeHandler } from 'lexembed/edge';
+export default createEdgeHandler({ wasmModule });
+`);
+    await esbuild({ entryPoints: [join(dir, 'worker.mjs')], outfile: join(dir, 'dist', 'worker.mjs'), bundle: true, format: 'esm', platform: 'browser',
+      conditions: ['workerd', 'worker', 'browser'], target: 'es2022', external: ['*.wasm'], logLevel: 'error', absWorkingDir: dir });
+    copyFileSync(join(project, 'node_modules', 'onnxruntime-web', 'dist', 'ort-wasm-simd-threaded.asyncify.wasm'), join(dir, 'dist', 'ort-wasm-simd-threaded.asyncify.wasm'));
+    const modelDir = join(project, 'node_modules', 'lexembed', 'models', 'legal-2-embedder-static');
+    const mf = new Miniflare({
+      modules: [
+        { type: 'ESModule', path: join(dir, 'dist', 'worker.mjs') },
+        { type: 'CompiledWasm', path: join(dir, 'dist', 'ort-wasm-simd-threaded.asyncify.wasm') },
+      ],
+      modulesRoot: join(dir, 'dist'),
+      compatibilityDate: '2026-04-01',
+      cf: false,
+      bindings: { LEXEMBED_NO_AUTH: 'true' },
+      serviceBindings: {
+        MODEL: async (request: { url: string }) => {
+          const file = new URL(request.url).pathname.slice(1);
+          return existsSync(join(modelDir, file)) ? new Response(readFileSync(join(modelDir, file))) : new Response('not found', { status: 404 });
+        },
+      },
+    });
+    try {
+      const res = await mf.dispatchFetch('http://edge.local/v1/embeddings', {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice to vacate'] }),
+      });
+      const body = (await res.json()) as { embeddings: { embedding: number[] }[] };
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      expect(body.embeddings[0]!.embedding).toHaveLength(384);
+    } finally {
+      await mf.dispose();
+    }
   }, SLOW);
 });
 
