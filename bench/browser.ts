@@ -1,0 +1,58 @@
+// `npm run bench:browser`: in-browser throughput of the bundled model in Debian's Chromium (the
+// built demo's in-page client, WASM, 2 threads under COOP/COEP), beside the Node embedder
+// (onnxruntime-node) on the same texts in the same run.
+// Usage: npm run bench:browser -- [--texts 128] [--words 100] [--batch 32]   (builds the demo first)
+import { execFileSync, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { chromium } from '@playwright/test';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';
+import { CHROMIUM_FLAGS } from '../playwright.config.ts';
+import { makeTexts } from './texts.ts';
+
+const { values } = parseArgs({ options: { texts: { type: 'string', default: '128' }, words: { type: 'string', default: '100' }, batch: { type: 'string', default: '32' } } });
+const texts = makeTexts(Number(values.texts), Number(values.words));
+const batch = Number(values.batch);
+const PORT = 4199;
+
+execFileSync('npm', ['run', 'demo:build'], { cwd: PROJECT_ROOT, stdio: 'ignore' });
+const preview = spawn('npx', ['vite', 'preview', '--config', 'web-demo/vite.config.ts', '--host', '127.0.0.1', '--port', String(PORT), '--strictPort'], { cwd: PROJECT_ROOT, stdio: 'ignore', detached: true });
+try {
+  await waitFor(`http://127.0.0.1:${PORT}/`);
+  const browser = await chromium.launch({ executablePath: process.env.LEXEMBED_CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_FLAGS });
+  const page = await browser.newPage();
+  const started = performance.now();
+  await page.goto(`http://127.0.0.1:${PORT}/?device=wasm`);
+  await page.waitForSelector('body[data-ready=true]', { timeout: 300_000 });
+  const loadS = (performance.now() - started) / 1000;
+  const backend = await page.locator('body').getAttribute('data-backend');
+  const run = (chunk: string[]) => page.evaluate((p) => (globalThis as any).lexembed.create(p), { model: 'legal-2-embedder', texts: chunk });
+  const first = await run(texts.slice(0, batch)); // warm-up, not timed
+  const tokens = first.response.usage.input_tokens / batch;
+  const t0 = performance.now();
+  for (let i = 0; i < texts.length; i += batch) await run(texts.slice(i, i + batch));
+  const browserRate = texts.length / ((performance.now() - t0) / 1000);
+  await browser.close();
+
+  const node = await loadModelFolder(BUNDLED_MODEL_DIR);
+  const input = (chunk: string[]) => ({ texts: chunk, task: null, overflowStrategy: 'drop_end' as const, dimensions: null });
+  await node.embed(input(texts.slice(0, batch)));
+  const t1 = performance.now();
+  for (let i = 0; i < texts.length; i += batch) await node.embed(input(texts.slice(i, i + batch)));
+  const nodeRate = texts.length / ((performance.now() - t1) / 1000);
+  await node.dispose();
+
+  console.log(`model ${BUNDLED_MODEL_DIR}; ${texts.length} texts of ~${tokens.toFixed(0)} tokens, batches of ${batch}`);
+  console.log(`Chromium in-page client (${backend?.trim() || 'wasm'}): ${browserRate.toFixed(1)} texts/s (page ready in ${loadS.toFixed(1)} s)`);
+  console.log(`Node embedder, onnxruntime-node, same texts:  ${nodeRate.toFixed(1)} texts/s`);
+  console.log(`browser / node: ${(browserRate / nodeRate).toFixed(2)}`);
+} finally {
+  process.kill(-preview.pid!, 'SIGTERM');
+}
+
+async function waitFor(url: string) {
+  for (;;) {
+    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
