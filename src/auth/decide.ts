@@ -29,7 +29,9 @@ export function presentedKey(authorization: string | null): { ok: true; key: str
 /**
  * Decides access in the order of the spec: 401 incorrect (missing, not Bearer, malformed,
  * bad checksum, unknown, expired, revoked); 401 unauthorised for the resource; 402 overdue;
- * 403 no subscription; 403 inactive or unverified. Never echoes key material.
+ * 403 no subscription; 403 inactive or unverified. Never echoes key material. Its 401s carry
+ * `WWW-Authenticate` (RFC 9110 11.6.1): `Bearer`, and `error="invalid_token"` when a key was
+ * sent (RFC 6750 3.1).
  */
 export function decideAccess(
   authorization: string | null,
@@ -38,6 +40,13 @@ export function decideAccess(
   resource: Resource,
   now: Date,
 ): Problem | null {
+  const refused = decide(authorization, record, account, resource, now);
+  if (!refused || (refused.code !== 'incorrectKey' && refused.code !== 'unauthorizedKey')) return refused;
+  const challenge = authorization?.trim() ? 'Bearer error="invalid_token"' : 'Bearer';
+  return { ...refused, headers: { ...refused.headers, 'www-authenticate': challenge } };
+}
+
+function decide(authorization: string | null, record: KeyRecord | null, account: Account | null, resource: Resource, now: Date): Problem | null {
   const presented = presentedKey(authorization);
   if (!presented.ok) return presented.problem;
   if (!record) return problem('incorrectKey', `the API key does not exist; check it, or ${CREATE_KEY}`);

@@ -41,7 +41,8 @@ export async function setAccount(store: KeyStore, id: string, patch: AccountPatc
 export function createStoreAuthenticator(store: KeyStore, clock: () => Date = () => new Date()): Authenticate {
   return async ({ authorization, resource }) => {
     const presented = presentedKey(authorization);
-    if (!presented.ok) return presented.problem;
+    // decideAccess answers an unusable header itself (with its WWW-Authenticate challenge).
+    if (!presented.ok) return decideAccess(authorization, null, null, resource, clock());
     const record = await store.findKeyByHash(await hashApiKey(presented.key));
     const account = record ? await store.getAccount(record.account) : null;
     return decideAccess(authorization, record, account, resource, clock());

@@ -20,9 +20,10 @@ export interface ModelCapabilities {
 
 const required = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : what);
 
+// Non-blank means a character outside Unicode White_Space: JavaScript's \s lacks U+0085 NEXT LINE.
 const TextSchema = z
   .string({ error: required('must be a string') })
-  .regex(/\S/u, { error: 'must contain at least one non-whitespace character' });
+  .regex(/[^\s\u0085]/u, { error: 'must contain at least one non-whitespace character' });
 
 const TextsSchema = z.union(
   [
@@ -47,9 +48,10 @@ export function createEmbeddingRequestSchema(modelName: string = DEFAULT_MODEL_N
         .nullable()
         .default('drop_end')
         .describe("drop_end drops tokens from the end of over-long texts; null makes an over-long text an error."),
+      // Any integer, not only safe ones (zod's .int()), so 1e20 gets the dimension error, as 385 does.
       dimensions: z
         .number({ error: 'must be an integer of at least 1, or null' })
-        .int({ error: 'must be an integer of at least 1, or null' })
+        .refine(Number.isInteger, { error: 'must be an integer of at least 1, or null' })
         .min(1, { error: 'must be an integer of at least 1, or null' })
         .nullable()
         .default(null)

@@ -5,6 +5,8 @@ import { problem, type Result } from '../contract/index.ts';
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
 export async function readJsonBody(request: Request, maxBytes: number): Promise<Result<unknown>> {
+  // No body at all (e.g. an invocation with "data": null) is the problem to name, not its type.
+  if (!request.body) return fail('validation', 'the request body is empty; send a JSON object with model and texts');
   const contentType = request.headers.get('content-type');
   if (!contentType || !JSON_TYPE.test(contentType)) {
     return fail('validation', `Content-Type must be application/json, got ${contentType ? `"${contentType.slice(0, 100)}"` : 'none'}`);
@@ -12,7 +14,6 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   const tooLarge = () => fail('requestTooLarge', `the request body exceeds this server's limit of ${maxBytes} bytes; send fewer or shorter texts per request`);
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) return tooLarge();
-  if (!request.body) return fail('validation', 'the request body is empty; send a JSON object with model and texts');
 
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];

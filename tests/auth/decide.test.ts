@@ -35,6 +35,16 @@ describe('decideAccess', () => {
     expect(decide(header, { ...record, revoked: '2026-05-01T00:00:00Z' })?.detail).toMatch(/revoked/);
   });
 
+  it('401s challenge with WWW-Authenticate: Bearer, naming invalid_token when a key was sent; other refusals do not', () => {
+    const challenge = (h: string | null, r: KeyRecord | null = record, a = account) => decideAccess(h, r, a, 'embeddings', now)?.headers?.['www-authenticate'];
+    expect(challenge(null)).toBe('Bearer');
+    expect(challenge('  ')).toBe('Bearer');
+    expect(challenge('Bearer sk-abc')).toBe('Bearer error="invalid_token"');
+    expect(challenge(header, null)).toBe('Bearer error="invalid_token"');
+    expect(challenge(header, { ...record, resources: ['rerankings'] })).toBe('Bearer error="invalid_token"');
+    expect(challenge(header, record, { ...account, overdue: true })).toBeUndefined();
+  });
+
   it('401 Unauthorized API key for a key without the resource', () => {
     expect(decide(header, { ...record, resources: ['rerankings'] })?.code).toBe('unauthorizedKey');
   });

@@ -80,6 +80,12 @@ describe('API keys over HTTP with the file store', () => {
     await expectStatus(await post(server.url, `Bearer ${unknown}`), 401, 'Incorrect API key error');
   });
 
+  it('401s carry WWW-Authenticate: Bearer, with error="invalid_token" when a key was sent', async () => {
+    expect((await post(server.url)).headers.get('www-authenticate')).toBe('Bearer');
+    expect((await post(server.url, 'Bearer lxk_v1_nope')).headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    expect((await post(server.url, `Bearer ${keys.good}`)).headers.get('www-authenticate')).toBeNull();
+  });
+
   it('401 Unauthorized API key for a key limited to another resource', async () => {
     await expectStatus(await post(server.url, `Bearer ${keys.rerank}`), 401, 'Unauthorized API key error');
   });

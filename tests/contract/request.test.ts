@@ -38,6 +38,7 @@ describe('embedding request validation', () => {
     [{ ...base, texts: Array(129).fill('x') }, 'texts must hold at most 128 texts'],
     [{ ...base, texts: ['a', 'b', 'c', ' \n\t'] }, 'texts[3] must contain at least one non-whitespace character'],
     [{ ...base, texts: '   ' }, 'texts must contain at least one non-whitespace character'],
+    [{ ...base, texts: ['ok', '\u0085\u00a0\u2028\u3000'] }, 'texts[1] must contain at least one non-whitespace character'], // Unicode White_Space, NEL included
     [{ ...base, texts: ['a', 7] }, 'texts[1] must be a string'],
     [{ ...base, task: 'classification' }, 'task must be one of "retrieval/query", "retrieval/document" or null'],
     [{ ...base, overflow_strategy: 'drop_start' }, 'overflow_strategy must be "drop_end" or null'],
@@ -64,6 +65,10 @@ describe('embedding request validation', () => {
       code: 'unsupportedDimension',
       detail: 'dimensions 257 exceeds the maximum of 256 for model "legal-2-embedder"; pass an integer from 1 to 256, or null for the default',
     });
+  });
+
+  it.each([1e20, 9007199254740993, 2 ** 53])('answers any integer above the maximum (%d) with Unsupported embedding dimension, not a validation error', (dimensions) => {
+    expect(detailOf({ ...base, dimensions }).code).toBe('unsupportedDimension');
   });
 
   it('answers a task the model lacks with Unsupported embedding task', () => {

@@ -63,6 +63,9 @@ describe('proxy deployment', () => {
     expect(wrong.status).toBe(405);
     expect((await wrong.json()).detail).toBe('GET is not allowed on /v1/embeddings; use POST');
     expect((await invoke(proxy, { path: '/invocations', data: {} })).status).toBe(400);
+    const noData = await invoke(proxy, { path: '/v1/embeddings', data: null });
+    expect(noData.status).toBe(400);
+    expect((await noData.json()).detail).toBe('the request body is empty; send a JSON object with model and texts');
   });
 
   it('GET /ping answers 503 until the model is loaded, then 200', async () => {
