@@ -67,7 +67,13 @@ const REQUEST_ID = /^[\w.:@-]{1,128}$/;
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** The routes the app serves, with their methods (405 for others). */
-const OTHER_OPERATIONS = ['/v1/enrichments', '/v1/rerankings', '/v1/extractions/qa', '/v1/classifications/universal'];
+/** Operations of the API this deployment does not serve: authenticated like every operation, then a 404. */
+const OTHER_OPERATIONS: readonly { path: string; resource: Resource }[] = [
+  { path: '/v1/enrichments', resource: 'enrichments' },
+  { path: '/v1/rerankings', resource: 'rerankings' },
+  { path: '/v1/extractions/qa', resource: 'extractions' },
+  { path: '/v1/classifications/universal', resource: 'classifications' },
+];
 
 /**
  * Builds the app. Adapters (Node, edge) only hand it requests.
@@ -140,10 +146,12 @@ export function createApp(options: AppOptions): Hono<Env> {
     return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
   });
 
-  for (const path of OTHER_OPERATIONS) {
-    route('POST', path, () =>
-      fail(problem('notFound', `POST ${path} is part of the API, but this server serves only the embedding model; use POST /v1/embeddings`)),
-    );
+  for (const { path, resource } of OTHER_OPERATIONS) {
+    route('POST', path, async (c) => {
+      const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource });
+      if (refused) return fail(refused);
+      return fail(problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`));
+    });
   }
 
   route('GET', '/health', (c) => {
@@ -189,7 +197,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       deployment: proxyMode ? 'proxy' : 'api',
       authenticated: !proxyMode && options.authenticate !== undefined,
       metrics: options.metrics !== undefined,
-      otherOperations: OTHER_OPERATIONS,
+      otherOperations: OTHER_OPERATIONS.map((o) => o.path),
     });
   route('GET', '/openapi.json', async (c) => c.json(await openApi()));
   route('GET', '/docs', async (c) => c.html(renderDocsPage(await openApi(), '/docs/api-reference/errors')));

@@ -93,8 +93,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
     paths[path] = {
       post: {
         operationId: path.replace(/^\/v1\//, '').replace(/\W+(\w)/g, (_, c: string) => c.toUpperCase()),
-        summary: 'Part of the API, not served by this server (embedding model only)',
-        responses: { '404': { $ref: '#/components/responses/NotFound' } },
+        summary: 'Part of the API, not served by this deployment (embedding model only): authenticated, then 404',
+        ...(auth ? { security: [{ bearer: [] }] } : {}),
+        responses: { ...byStatus(authCodes), '404': { $ref: '#/components/responses/NotFound' } },
       },
     };
   }

@@ -80,6 +80,16 @@ describe('API keys over HTTP with the file store', () => {
     await expectStatus(await post(server.url, `Bearer ${unknown}`), 401, 'Incorrect API key error');
   });
 
+  it('the operations this deployment does not serve authenticate first (401 per resource), then answer 404', async () => {
+    const call = (authorization?: string) =>
+      fetch(`${server.url}/v1/rerankings`, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: '{}' });
+    await expectStatus(await call(), 401, 'Incorrect API key error');
+    await expectStatus(await call(`Bearer ${keys.good}`), 401, 'Unauthorized API key error');
+    const served = await call(`Bearer ${keys.rerank}`);
+    expect((await served.clone().json()).detail).toMatch(/this deployment does not serve it/);
+    await expectStatus(served, 404, 'Not found error');
+  });
+
   it('401s carry WWW-Authenticate: Bearer, with error="invalid_token" when a key was sent', async () => {
     expect((await post(server.url)).headers.get('www-authenticate')).toBe('Bearer');
     expect((await post(server.url, 'Bearer lxk_v1_nope')).headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
