@@ -5,6 +5,10 @@ import { problem } from './problems.ts';
 import { formatIssues, type Result } from './request.ts';
 
 export const INVOCATION_FIELDS = ['path', 'method', 'headers', 'data'] as const;
+/** Methods an invocation may carry (fetch refuses CONNECT, TRACE and TRACK). */
+export const INVOCATION_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/; // an RFC 9110 token
+const BAD_HEADER_VALUE = /[\0\r\n]/;
 
 export const InvocationRequestSchema = z.strictObject(
   {
@@ -37,8 +41,21 @@ export function validateInvocationRequest(body: unknown): Result<InvocationReque
       .replace(/^the request body/, 'the invocation body');
     return { ok: false, problem: problem('validation', detail) };
   }
-  if (parsed.data.path === '/invocations' || parsed.data.path.startsWith('/invocations?')) {
+  const { path, method, headers } = parsed.data;
+  const pathname = path.split('?')[0]!;
+  // Compare with the URL parser's reading, so "/x/../invocations" cannot reach a route by another spelling.
+  if (new URL(pathname, 'http://invocation.local').pathname !== pathname || pathname.includes('//')) {
+    return { ok: false, problem: problem('validation', `path must be a plain absolute path (no "." or ".." segments, no "//", no escapes of "/"), got "${pathname.slice(0, 200)}"`) };
+  }
+  if (pathname === '/invocations') {
     return { ok: false, problem: problem('validation', 'path must name an API route such as "/v1/embeddings", not /invocations itself') };
+  }
+  if (!(INVOCATION_METHODS as readonly string[]).includes(method)) {
+    return { ok: false, problem: problem('validation', `method must be one of ${INVOCATION_METHODS.join(', ')}, got "${method}"`) };
+  }
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!HEADER_NAME.test(name)) return { ok: false, problem: problem('validation', `headers has an invalid header name ${JSON.stringify(name.slice(0, 100))}`) };
+    if (BAD_HEADER_VALUE.test(value)) return { ok: false, problem: problem('validation', `headers[${JSON.stringify(name)}] has an invalid value (a line break or NUL)`) };
   }
   return { ok: true, value: parsed.data };
 }

@@ -63,6 +63,20 @@ describe('proxy deployment', () => {
     expect(wrong.status).toBe(405);
     expect((await wrong.json()).detail).toBe('GET is not allowed on /v1/embeddings; use POST');
     expect((await invoke(proxy, { path: '/invocations', data: {} })).status).toBe(400);
+    const detail = async (payload: unknown) => {
+      const r = await invoke(proxy, payload);
+      return [r.status, ((await r.json()) as { detail: string }).detail] as const;
+    };
+    const data = { model: 'legal-2-embedder', texts: 'a' };
+    expect(await detail({ path: '/v1/embeddings', headers: { 'bad name': 'x' }, data })).toEqual([400, 'headers has an invalid header name "bad name"']);
+    expect(await detail({ path: '/v1/embeddings', headers: { 'x-a': 'line\nbreak' }, data })).toEqual([400, 'headers["x-a"] has an invalid value (a line break or NUL)']);
+    for (const method of ['TRACE', 'CONNECT']) {
+      expect(await detail({ path: '/v1/embeddings', method })).toEqual([400, `method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, got "${method}"`]);
+    }
+    for (const path of ['/x/../invocations', '/v1/./embeddings', '//v1/embeddings', '/v1/%2e%2e/invocations']) {
+      const [status, why] = await detail({ path, data });
+      expect([status, why], path).toEqual([400, expect.stringMatching(/^path must be a plain absolute path/)]);
+    }
     const noData = await invoke(proxy, { path: '/v1/embeddings', data: null });
     expect(noData.status).toBe(400);
     expect((await noData.json()).detail).toBe('the request body is empty; send a JSON object with model and texts');
