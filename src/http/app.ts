@@ -80,7 +80,10 @@ const OTHER_OPERATIONS: readonly { path: string; resource: Resource }[] = [
  * @example const app = createApp({ embedder: await loadModelFolder(dir) }); await app.request('/health')
  */
 export function createApp(options: AppOptions): Hono<Env> {
+  // Without a configured docs URL, problem types are absolute on the request's own origin, so they
+  // resolve wherever the server is reached (behind a platform too); the OpenAPI document keeps '/docs'.
   const docsUrl = options.docsUrl ?? '/docs';
+  const docsUrlOf = (c: Context<Env>) => options.docsUrl ?? new URL('/docs', c.req.url).href;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const proxyMode = options.deployment === 'proxy';
   // Proxy deployments need no key, and one that is passed is ignored (spec 4.3 rule 2).
@@ -95,7 +98,7 @@ export function createApp(options: AppOptions): Hono<Env> {
     },
   );
   embedderPromise.catch(() => {});
-  const fail = (p: Problem) => problemResponse(p, docsUrl);
+  const fail = (c: Context<Env>, p: Problem) => problemResponse(p, docsUrlOf(c));
   const routes = new Map<string, string[]>();
   const app = new Hono<Env>();
   const innerRequests = new WeakSet<Request>();
@@ -133,15 +136,15 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   route('POST', '/v1/embeddings', async (c) => {
     const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: 'embeddings' });
-    if (refused) return fail(refused);
+    if (refused) return fail(c, refused);
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
-    if (!body.ok) return fail(body.problem);
+    if (!body.ok) return fail(c, body.problem);
     const embedder = await embedderPromise;
     const request = validateEmbeddingRequest(body.value, embedder);
-    if (!request.ok) return fail(request.problem);
+    if (!request.ok) return fail(c, request.problem);
     const { task, overflow_strategy, dimensions } = request.value;
     const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions }, { signal: c.req.raw.signal });
-    if (!result.ok) return fail(result.problem);
+    if (!result.ok) return fail(c, result.problem);
     c.set('inputTokens', result.value.inputTokens);
     return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
   });
@@ -149,15 +152,15 @@ export function createApp(options: AppOptions): Hono<Env> {
   for (const { path, resource } of OTHER_OPERATIONS) {
     route('POST', path, async (c) => {
       const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource });
-      if (refused) return fail(refused);
-      return fail(problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`));
+      if (refused) return fail(c, refused);
+      return fail(c, problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`));
     });
   }
 
   route('GET', '/health', (c) => {
     if (loaded) return c.json({ status: 'ok', model: loaded.modelName, backend: loaded.backendName });
     const detail = loadError ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
-    return fail(problem('unavailable', detail, { 'retry-after': '1' }));
+    return fail(c, problem('unavailable', detail, { 'retry-after': '1' }));
   });
 
   if (proxyMode) {
@@ -167,9 +170,9 @@ export function createApp(options: AppOptions): Hono<Env> {
     // Registered only in proxy mode, where no route needs a key: it cannot bypass authentication.
     route('POST', '/invocations', async (c) => {
       const body = await readJsonBody(c.req.raw, maxBodyBytes);
-      if (!body.ok) return fail(body.problem);
+      if (!body.ok) return fail(c, body.problem);
       const invocation = validateInvocationRequest(body.value);
-      if (!invocation.ok) return fail(invocation.problem);
+      if (!invocation.ok) return fail(c, invocation.problem);
       const { path, method, headers, data } = invocation.value;
       const forwarded = new Headers();
       for (const [name, value] of Object.entries(headers ?? {})) {
@@ -178,7 +181,8 @@ export function createApp(options: AppOptions): Hono<Env> {
       const hasBody = data !== null && method !== 'GET' && method !== 'HEAD';
       if (hasBody && !forwarded.has('content-type')) forwarded.set('content-type', 'application/json');
       forwarded.set('x-request-id', c.get('requestId'));
-      const innerRequest = new Request(new URL(path, 'http://invocation.local'), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined, signal: c.req.raw.signal });
+      // On the outer request's origin, so problem types in the answer resolve where the caller is.
+      const innerRequest = new Request(new URL(path, c.req.url), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined, signal: c.req.raw.signal });
       innerRequests.add(innerRequest);
       const inner = await app.fetch(innerRequest);
       const tokens = inner.headers.get('x-lexembed-input-tokens');
@@ -213,14 +217,14 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.notFound((c) => {
     const allowed = routes.get(c.req.path);
     if (allowed) {
-      return fail(problem('methodNotAllowed', `${c.req.method} is not allowed on ${c.req.path}; use ${allowed.join(' or ')}`, { allow: allowed.join(', ') }));
+      return fail(c, problem('methodNotAllowed', `${c.req.method} is not allowed on ${c.req.path}; use ${allowed.join(' or ')}`, { allow: allowed.join(', ') }));
     }
-    return fail(problem('notFound', `no route at ${c.req.path.slice(0, 200)}; the embeddings endpoint is POST /v1/embeddings`));
+    return fail(c, problem('notFound', `no route at ${c.req.path.slice(0, 200)}; the embeddings endpoint is POST /v1/embeddings`));
   });
 
-  app.onError((error) => {
+  app.onError((error, c) => {
     (options.onUnexpectedError ?? ((e) => console.error('lexembed: unexpected error:', e)))(error);
-    return fail(problem('internal', 'an unexpected error occurred while processing the request; retry, and report it if it persists'));
+    return fail(c, problem('internal', 'an unexpected error occurred while processing the request; retry, and report it if it persists'));
   });
 
   return app;

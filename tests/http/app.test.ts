@@ -19,7 +19,8 @@ async function expectProblem(res: Response, status: number, title: string, ancho
   expect(res.status).toBe(status);
   expect(res.headers.get('content-type')).toBe('application/problem+json');
   const body = await res.json();
-  expect(body).toMatchObject({ status, title, type: `/docs/api-reference/errors#${anchor}`, instance: null });
+  // No docsUrl configured: absolute on the request's origin (app.request() uses http://localhost).
+  expect(body).toMatchObject({ status, title, type: `http://localhost/docs/api-reference/errors#${anchor}`, instance: null });
   expect(Object.keys(body).sort()).toEqual(['detail', 'instance', 'status', 'title', 'type']);
   if (typeof detail === 'string') expect(body.detail).toBe(detail);
   else if (detail) expect(body.detail).toMatch(detail);
