@@ -72,7 +72,8 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   let embedBatch: EmbedBatch;
   let dispose = async () => {};
   if (config.remote) {
-    const client = new Lexembed({ baseURL: config.remote });
+    // The key comes from LEXEMBED_API_KEY; without one, calls go unauthenticated (a --no-auth server).
+    const client = new Lexembed({ baseURL: config.remote, apiKey: process.env.LEXEMBED_API_KEY?.trim() || null });
     embedBatch = async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding);
   } else {
     const embedder = await loadModelFolder(config.model, deviceOptions(config));

@@ -1,6 +1,6 @@
 // Transport of the lexembed client: fetch with a timeout, retries with exponential backoff and
 // jitter, honouring retry-after-ms, retry-after and x-should-retry. Zero runtime dependencies.
-import { APIConnectionError, APIConnectionTimeoutError, APIError, makeAPIError } from './errors.ts';
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, LexembedError, makeAPIError } from './errors.ts';
 
 export interface ClientOptions {
   /** Defaults to the LEXEMBED_API_KEY environment variable where one exists. */
@@ -20,6 +20,19 @@ export interface ClientOptions {
   invocationsURL?: string;
   defaultHeaders?: Record<string, string>;
 }
+
+/** Options of one call; each overrides the client's own. */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Per-attempt timeout in ms. */
+  timeout?: number;
+  maxRetries?: number;
+  /** Extra headers for this call. */
+  headers?: Record<string, string>;
+}
+
+/** The answer's promise, which can also give the raw `Response`: `await promise.withResponse()`. */
+export type APIPromise<T> = Promise<T> & { withResponse(): Promise<{ data: T; response: Response }> };
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/v1';
 const INITIAL_RETRY_DELAY_MS = 500;
@@ -41,7 +54,14 @@ export class Transport {
   private readonly defaultHeaders: Record<string, string>;
 
   constructor(options: ClientOptions = {}) {
-    this.apiKey = options.apiKey !== undefined ? options.apiKey : (readEnv('LEXEMBED_API_KEY') ?? null);
+    const apiKey = options.apiKey !== undefined ? options.apiKey : readEnv('LEXEMBED_API_KEY');
+    if (apiKey === undefined && !options.invocationsURL) {
+      throw new LexembedError(
+        'The LEXEMBED_API_KEY environment variable is missing or empty; set it, or pass apiKey: new Lexembed({ apiKey: "lxk_v1_…" }) ' +
+          '(apiKey: null for a server run with --no-auth).',
+      );
+    }
+    this.apiKey = apiKey ?? null;
     this.baseURL = (options.baseURL ?? readEnv('LEXEMBED_BASE_URL') ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
     this.timeout = options.timeout ?? 60_000;
     this.maxRetries = options.maxRetries ?? 2;
@@ -51,15 +71,25 @@ export class Transport {
   }
 
   /** POSTs JSON to `path` under the base URL (or through /invocations) and decodes the answer. */
-  async post<T>(path: string, body: unknown, options: { signal?: AbortSignal } = {}): Promise<T> {
-    const { url, init } = this.buildRequest(path, body);
+  post<T>(path: string, body: unknown, options: RequestOptions = {}): APIPromise<T> {
+    const raw = this.request<T>(path, body, options);
+    const data = raw.then((r) => r.data);
+    void data.catch(() => {}); // a caller who only uses withResponse() handles the rejection there
+    return Object.assign(data, { withResponse: () => raw });
+  }
+
+  private async request<T>(path: string, body: unknown, options: RequestOptions): Promise<{ data: T; response: Response }> {
+    const { url, init } = this.buildRequest(path, body, options.headers);
+    const maxRetries = options.maxRetries ?? this.maxRetries;
+    const timeout = options.timeout ?? this.timeout;
     for (let attempt = 0; ; attempt++) {
-      const retriesLeft = this.maxRetries - attempt;
+      if (options.signal?.aborted) throw new APIUserAbortError();
+      const retriesLeft = maxRetries - attempt;
       let response: Response;
       try {
-        response = await this.fetchWithTimeout(url, init, options.signal);
+        response = await this.fetchWithTimeout(url, init, timeout, options.signal);
       } catch (error) {
-        if (options.signal?.aborted) throw error;
+        if (options.signal?.aborted) throw new APIUserAbortError();
         if (retriesLeft > 0) {
           await sleep(backoff(attempt));
           continue;
@@ -67,7 +97,7 @@ export class Transport {
         if (error instanceof APIConnectionTimeoutError) throw error;
         throw new APIConnectionError(`Connection error: ${(error as Error).message}`, { cause: error });
       }
-      if (response.ok) return (await response.json()) as T;
+      if (response.ok) return { data: (await response.json()) as T, response };
       if (retriesLeft > 0 && shouldRetry(response)) {
         await response.body?.cancel().catch(() => {});
         await sleep(retryDelay(response, attempt));
@@ -77,8 +107,8 @@ export class Transport {
     }
   }
 
-  private buildRequest(path: string, body: unknown): { url: string; init: RequestInit } {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', ...this.defaultHeaders };
+  private buildRequest(path: string, body: unknown, extraHeaders: Record<string, string> = {}): { url: string; init: RequestInit } {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', ...this.defaultHeaders, ...extraHeaders };
     if (this.invocationsURL) {
       // The proxied call: the API path as the service knows it (e.g. /v1/embeddings).
       const apiPath = new URL(this.baseURL).pathname.replace(/\/+$/, '') + path;
@@ -88,16 +118,16 @@ export class Transport {
     return { url: this.baseURL + path, init: { method: 'POST', headers, body: JSON.stringify(body) } };
   }
 
-  private async fetchWithTimeout(url: string, init: RequestInit, signal?: AbortSignal): Promise<Response> {
+  private async fetchWithTimeout(url: string, init: RequestInit, timeout: number, signal?: AbortSignal): Promise<Response> {
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     let timedOut = false;
-    const timer = setTimeout(() => ((timedOut = true), controller.abort()), this.timeout);
+    const timer = setTimeout(() => ((timedOut = true), controller.abort()), timeout);
     try {
       return await this.fetchImpl(url, { ...init, signal: controller.signal });
     } catch (error) {
-      if (timedOut) throw new APIConnectionTimeoutError(`Request timed out after ${this.timeout} ms.`);
+      if (timedOut) throw new APIConnectionTimeoutError(`Request timed out after ${timeout} ms.`);
       throw error;
     } finally {
       clearTimeout(timer);

@@ -4,19 +4,31 @@ export class LexembedError extends Error {
   override name = 'LexembedError';
 }
 
-/** An HTTP error answer. Carries the problem fields (spec 2.5) and the response headers. */
+/**
+ * An API error: an HTTP error answer (status, the problem fields of spec 2.5, headers), or, in the
+ * subclasses with no status, no answer at all (connection, timeout, abort), as the official SDKs do.
+ */
 export class APIError extends LexembedError {
   override name = 'APIError';
+  /** The parsed problem document (or other JSON object) the server answered with. */
+  readonly error: Record<string, unknown> | undefined;
+  /** The server's `x-request-id`, to quote when reporting a problem. */
+  readonly requestID: string | null;
+
   constructor(
-    readonly status: number,
+    readonly status: number | undefined,
     readonly title: string | undefined,
     readonly detail: string | null | undefined,
     readonly type: string | undefined,
-    readonly headers: Headers,
+    readonly headers: Headers | undefined,
     /** The decoded body as received (a problem, or anything else). */
     readonly body: unknown,
+    message?: string,
+    options?: { cause?: unknown },
   ) {
-    super(`${status} ${title ?? 'error'}${detail ? `: ${detail}` : ''}`);
+    super(message ?? `${status} ${title ?? 'error'}${detail ? `: ${detail}` : ''}`, options);
+    this.error = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    this.requestID = headers?.get('x-request-id') ?? null;
   }
 }
 
@@ -38,6 +50,12 @@ export class NotFoundError extends APIError {
 export class RequestTooLargeError extends APIError {
   override name = 'RequestTooLargeError';
 }
+export class ConflictError extends APIError {
+  override name = 'ConflictError';
+}
+export class UnprocessableEntityError extends APIError {
+  override name = 'UnprocessableEntityError';
+}
 export class RateLimitError extends APIError {
   override name = 'RateLimitError';
 }
@@ -46,10 +64,10 @@ export class InternalServerError extends APIError {
 }
 
 /** The request never got an HTTP answer (refused, reset, DNS…). */
-export class APIConnectionError extends LexembedError {
+export class APIConnectionError extends APIError {
   override name = 'APIConnectionError';
   constructor(message = 'Connection error.', options?: { cause?: unknown }) {
-    super(message, options);
+    super(undefined, undefined, undefined, undefined, undefined, undefined, message, options);
   }
 }
 
@@ -60,13 +78,23 @@ export class APIConnectionTimeoutError extends APIConnectionError {
   }
 }
 
+/** The caller's AbortSignal cancelled the request. */
+export class APIUserAbortError extends APIError {
+  override name = 'APIUserAbortError';
+  constructor(message = 'Request was aborted.') {
+    super(undefined, undefined, undefined, undefined, undefined, undefined, message);
+  }
+}
+
 const BY_STATUS: Record<number, typeof APIError> = {
   400: BadRequestError,
   401: AuthenticationError,
   402: PaymentRequiredError,
   403: PermissionDeniedError,
   404: NotFoundError,
+  409: ConflictError,
   413: RequestTooLargeError,
+  422: UnprocessableEntityError,
   429: RateLimitError,
 };
 

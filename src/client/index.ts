@@ -1,10 +1,10 @@
 // The lexembed client: `new Lexembed().embeddings.create({...})`, on fetch, with no runtime
 // dependencies, for browsers, Node and edge runtimes.
 import type { EmbeddingRequestInput, EmbeddingResponse } from '../contract/index.ts';
-import { Transport, type ClientOptions } from './core.ts';
+import { Transport, type APIPromise, type ClientOptions, type RequestOptions } from './core.ts';
 
 export * from './errors.ts';
-export { DEFAULT_BASE_URL, unwrapPlatformError, type ClientOptions } from './core.ts';
+export { DEFAULT_BASE_URL, unwrapPlatformError, type APIPromise, type ClientOptions, type RequestOptions } from './core.ts';
 
 /** The request of spec 2.1 (texts may be a readonly array). */
 export type EmbeddingCreateParams = Omit<EmbeddingRequestInput, 'texts'> & { texts: string | readonly string[] };
@@ -16,7 +16,7 @@ export class Embeddings {
    * `POST /embeddings`.
    * @example const { embeddings } = await client.embeddings.create({ model: 'legal-2-embedder', texts: ['Lease'] })
    */
-  create(params: EmbeddingCreateParams, options: { signal?: AbortSignal } = {}): Promise<EmbeddingResponse> {
+  create(params: EmbeddingCreateParams, options: RequestOptions = {}): APIPromise<EmbeddingResponse> {
     return this.transport.post<EmbeddingResponse>('/embeddings', params, options);
   }
 }

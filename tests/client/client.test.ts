@@ -6,10 +6,14 @@ import {
   APIConnectionError,
   APIConnectionTimeoutError,
   APIError,
+  APIUserAbortError,
   AuthenticationError,
   BadRequestError,
+  ConflictError,
   InternalServerError,
   Lexembed,
+  LexembedError,
+  UnprocessableEntityError,
   PaymentRequiredError,
   PermissionDeniedError,
   RequestTooLargeError,
@@ -99,7 +103,7 @@ describe('client against the lexembed server', () => {
   });
 
   it('raises InternalServerError for a 500, after retrying it', async () => {
-    const client = new Lexembed({ baseURL: brokenURL, maxRetries: 1 });
+    const client = new Lexembed({ apiKey: null, baseURL: brokenURL, maxRetries: 1 });
     const error = await client.embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
     expect(error).toBeInstanceOf(InternalServerError);
     expect(error).toMatchObject({ status: 500, title: 'Internal server error' });
@@ -114,7 +118,7 @@ describe('client retries, timeouts and connection errors', () => {
       else res.writeHead(200, { 'content-type': 'application/json' }).end(okBody);
     });
     const started = performance.now();
-    const res = await new Lexembed({ baseURL: server.url, maxRetries: 2 }).embeddings.create({ model: MODEL, texts: 'x' });
+    const res = await new Lexembed({ apiKey: null, baseURL: server.url, maxRetries: 2 }).embeddings.create({ model: MODEL, texts: 'x' });
     expect(res.usage.input_tokens).toBe(3);
     expect(server.hits()).toBe(2);
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
@@ -127,36 +131,109 @@ describe('client retries, timeouts and connection errors', () => {
       else res.writeHead(200, { 'content-type': 'application/json' }).end(okBody);
     });
     const started = performance.now();
-    await new Lexembed({ baseURL: server.url }).embeddings.create({ model: MODEL, texts: 'x' });
+    await new Lexembed({ apiKey: null, baseURL: server.url }).embeddings.create({ model: MODEL, texts: 'x' });
     expect(performance.now() - started).toBeGreaterThanOrEqual(990);
   });
 
   it('does not retry when x-should-retry is false, nor a 400; retries a 409 when told to', async () => {
     const no = await serveRaw((_req, res) => res.writeHead(503, { 'x-should-retry': 'false' }).end());
-    await expect(new Lexembed({ baseURL: no.url, maxRetries: 3 }).embeddings.create({ model: MODEL, texts: 'x' })).rejects.toBeInstanceOf(InternalServerError);
+    await expect(new Lexembed({ apiKey: null, baseURL: no.url, maxRetries: 3 }).embeddings.create({ model: MODEL, texts: 'x' })).rejects.toBeInstanceOf(InternalServerError);
     expect(no.hits()).toBe(1);
     const bad = await serveRaw((_req, res) => res.writeHead(400, { 'content-type': 'application/problem+json' }).end('{"title":"Validation error","status":400,"detail":"d"}'));
-    await expect(new Lexembed({ baseURL: bad.url, maxRetries: 3 }).embeddings.create({ model: MODEL, texts: 'x' })).rejects.toBeInstanceOf(BadRequestError);
+    await expect(new Lexembed({ apiKey: null, baseURL: bad.url, maxRetries: 3 }).embeddings.create({ model: MODEL, texts: 'x' })).rejects.toBeInstanceOf(BadRequestError);
     expect(bad.hits()).toBe(1);
     let n = 0;
     const conflict = await serveRaw((_req, res) => (n++ === 0 ? res.writeHead(409, { 'retry-after-ms': '10' }).end() : res.writeHead(200, { 'content-type': 'application/json' }).end(okBody)));
-    await new Lexembed({ baseURL: conflict.url }).embeddings.create({ model: MODEL, texts: 'x' });
+    await new Lexembed({ apiKey: null, baseURL: conflict.url }).embeddings.create({ model: MODEL, texts: 'x' });
     expect(conflict.hits()).toBe(2);
   });
 
   it('times out with APIConnectionTimeoutError', async () => {
     const silent = await serveRaw(() => {});
-    const error = await new Lexembed({ baseURL: silent.url, timeout: 200, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
+    const error = await new Lexembed({ apiKey: null, baseURL: silent.url, timeout: 200, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
     expect(error).toBeInstanceOf(APIConnectionTimeoutError);
   });
 
   it('raises APIConnectionError when the connection is refused, after retrying', async () => {
     const port = await freePort();
     const started = performance.now();
-    const error = await new Lexembed({ baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 1 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
+    const error = await new Lexembed({ apiKey: null, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 1 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
     expect(error).toBeInstanceOf(APIConnectionError);
     expect(error).not.toBeInstanceOf(APIConnectionTimeoutError);
     expect(performance.now() - started).toBeGreaterThanOrEqual(350); // one backoff of ~0.375–0.5 s
+  });
+});
+
+describe('client errors and options, as in the official SDKs', () => {
+  let url: string;
+  let key: string;
+  beforeAll(async () => {
+    const store = createMemoryKeyStore();
+    key = (await createKey(store, { account: 'good' })).key;
+    url = `${(await serveApp(createApp({ embedder: createEmbedder(fakeSettings(), createFakeBackend()), authenticate: createStoreAuthenticator(store) }))).url}/v1`;
+  });
+
+  it('an APIError carries the parsed problem as .error (title, detail, type kept) and requestID from x-request-id', async () => {
+    const error = await new Lexembed({ apiKey: 'lxk_v1_bad', baseURL: url, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.error).toMatchObject({ title: 'Incorrect API key error', status: 401 });
+    expect(error).toMatchObject({ title: 'Incorrect API key error', detail: expect.stringMatching(/malformed/), type: expect.stringMatching(/#401-/) });
+    expect(error.requestID).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('connection, timeout and abort errors are APIErrors without a status; 409 and 422 have their classes', async () => {
+    const port = await freePort();
+    const refused = await new Lexembed({ apiKey: null, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
+    expect(refused).toBeInstanceOf(APIError);
+    expect(refused.status).toBeUndefined();
+    const silent = await serveRaw(() => {});
+    const controller = new AbortController();
+    const pending = new Lexembed({ apiKey: null, baseURL: silent.url }).embeddings.create({ model: MODEL, texts: 'x' }, { signal: controller.signal }).catch((e) => e);
+    setTimeout(() => controller.abort(), 50);
+    const aborted = await pending;
+    expect(aborted).toBeInstanceOf(APIUserAbortError);
+    expect(aborted).toBeInstanceOf(APIError);
+    const early = await new Lexembed({ apiKey: null, baseURL: silent.url }).embeddings.create({ model: MODEL, texts: 'x' }, { signal: AbortSignal.abort() }).catch((e) => e);
+    expect(early).toBeInstanceOf(APIUserAbortError);
+    for (const [status, Class] of [[409, ConflictError], [422, UnprocessableEntityError]] as const) {
+      const server = await serveRaw((_req, res) => res.writeHead(status, { 'content-type': 'application/problem+json' }).end(`{"title":"t","status":${status}}`));
+      const error = await new Lexembed({ apiKey: null, baseURL: server.url, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
+      expect(error).toBeInstanceOf(Class);
+      expect(error.status).toBe(status);
+    }
+  });
+
+  it('honours per-request timeout, maxRetries and headers', async () => {
+    const silent = await serveRaw(() => {});
+    const slow = await new Lexembed({ apiKey: null, baseURL: silent.url, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }, { timeout: 150 }).catch((e) => e);
+    expect(slow).toBeInstanceOf(APIConnectionTimeoutError);
+    const failing = await serveRaw((_req, res) => res.writeHead(500).end());
+    await new Lexembed({ apiKey: null, baseURL: failing.url, maxRetries: 3 }).embeddings.create({ model: MODEL, texts: 'x' }, { maxRetries: 0 }).catch(() => {});
+    expect(failing.hits()).toBe(1);
+    let seen: string | undefined;
+    const echo = await serveRaw((req, res) => ((seen = req.headers['x-trace'] as string), res.writeHead(200, { 'content-type': 'application/json' }).end(okBody)));
+    await new Lexembed({ apiKey: null, baseURL: echo.url }).embeddings.create({ model: MODEL, texts: 'x' }, { headers: { 'x-trace': 'abc' } });
+    expect(seen).toBe('abc');
+  });
+
+  it('create().withResponse() gives the data and the raw Response', async () => {
+    const { data, response } = await new Lexembed({ apiKey: key, baseURL: url }).embeddings.create({ model: MODEL, texts: ['a', 'b'] }).withResponse();
+    expect(data.embeddings).toHaveLength(2);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('a missing API key fails at construction, naming LEXEMBED_API_KEY; apiKey: null or an invocationsURL need none', () => {
+    const saved = process.env.LEXEMBED_API_KEY;
+    delete process.env.LEXEMBED_API_KEY;
+    try {
+      expect(() => new Lexembed({ baseURL: url })).toThrow(LexembedError);
+      expect(() => new Lexembed({ baseURL: url })).toThrow(/LEXEMBED_API_KEY/);
+      expect(() => new Lexembed({ baseURL: url, apiKey: null })).not.toThrow();
+      expect(() => new Lexembed({ invocationsURL: 'http://127.0.0.1:1/invocations' })).not.toThrow();
+    } finally {
+      if (saved !== undefined) process.env.LEXEMBED_API_KEY = saved;
+    }
   });
 });
 
@@ -172,7 +249,7 @@ describe('proxy transport through a hosting-platform emulator', () => {
     emulator = await startPlatformEmulator(container.url);
     garbling = await startPlatformEmulator(container.url, { garbleErrors: true });
     servers.push(emulator, garbling);
-    direct = new Lexembed({ baseURL: `${container.url}/v1`, maxRetries: 0 });
+    direct = new Lexembed({ apiKey: null, baseURL: `${container.url}/v1`, maxRetries: 0 });
   });
 
   const proxied = () => new Lexembed({ invocationsURL: emulator.url, baseURL: 'http://unused.invalid/v1', maxRetries: 0, apiKey: 'ignored' });

@@ -125,7 +125,7 @@ export async function use(client: Lexembed): Promise<number> {
     const response: EmbeddingResponse = await client.embeddings.create(params);
     return response.embeddings.length;
   } catch (error) {
-    if (error instanceof APIError) return -error.status;
+    if (error instanceof APIError) return -(error.status ?? 0); // no status: connection, timeout, abort
     throw error;
   }
 }

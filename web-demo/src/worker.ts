@@ -8,7 +8,7 @@ import type { FromWorker, ToWorker } from './protocol.ts';
 import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
 
-type Creator = { embeddings: Pick<Lexembed['embeddings'], 'create'> };
+type Creator = { embeddings: { create(params: Parameters<Lexembed['embeddings']['create']>[0]): Promise<Awaited<ReturnType<Lexembed['embeddings']['create']>>> } };
 let client: Creator | undefined;
 const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
 
