@@ -16,6 +16,9 @@ export function createEmbedder(
 ): Embedder {
   const maxTokens = settings.max_input_tokens;
   const scheduler = new BatchScheduler(backend, limits, hooks);
+  // Tokens of a prompt alone ([CLS] prompt [SEP]): a text adding none has nothing the model can read.
+  const promptTokens = new Map<string, number>();
+  const tokensOfPrompt = (prompt: string) => promptTokens.get(prompt) ?? promptTokens.set(prompt, backend.encode(prompt).length).get(prompt)!;
   return {
     settings,
     backendName: backend.name,
@@ -33,6 +36,15 @@ export function createEmbedder(
       const sequences: number[][] = [];
       for (const [index, text] of input.texts.entries()) {
         const ids = backend.encode(prompt + text);
+        if (ids.length <= tokensOfPrompt(prompt)) {
+          return {
+            ok: false,
+            problem: problem(
+              'validation',
+              `texts[${index}] has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`,
+            ),
+          };
+        }
         if (ids.length > maxTokens && input.overflowStrategy === null) {
           return {
             ok: false,

@@ -65,6 +65,14 @@ describe('bundled legal-2-embedder', () => {
     });
   });
 
+  it('answers a text with nothing the tokenizer keeps (zero-width, controls) with a 400 naming its index', async () => {
+    for (const blank of ['\u200b', '\u0001\u200b\u0002', '\u200b\u200c\u200d']) {
+      const r = await embedder.embed({ texts: ['Lease', blank], task: 'retrieval/query', overflowStrategy: 'drop_end', dimensions: null });
+      expect(r.ok, JSON.stringify(blank)).toBe(false);
+      if (!r.ok) expect(r.problem).toMatchObject({ code: 'validation', detail: expect.stringMatching(/^texts\[1\] has no characters the model can read/) });
+    }
+  });
+
   it('keeps its ranking on a Matryoshka prefix (128 dimensions)', async () => {
     const docs = (await embed(['Termination of the agreement by notice', 'Payment of annual fees'], { dimensions: 128 })).vectors;
     const [q] = (await embed(['How can the agreement be terminated?'], { dimensions: 128 })).vectors;
