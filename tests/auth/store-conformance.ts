@@ -20,6 +20,17 @@ export function describeKeyStore(name: string, open: () => Promise<{ store: KeyS
       expect(await store.findKeyByHash('0'.repeat(64))).toBeNull();
     });
 
+    it('holds under concurrency: keys and account changes made at once are all kept', async () => {
+      const made = await Promise.all(Array.from({ length: 24 }, (_, i) => createKey(store, { account: `busy${i % 4}` })));
+      await Promise.all(['busy0', 'busy1', 'busy2', 'busy3'].map((id, i) => setAccount(store, id, { overdue: i % 2 === 0 })));
+      const listed = new Set((await store.listKeys()).map((k) => k.id));
+      for (const { record } of made) {
+        expect(listed.has(record.id), record.id).toBe(true);
+        expect(await store.findKeyByHash(record.hash)).toEqual(record);
+      }
+      expect((await Promise.all(['busy0', 'busy1', 'busy2', 'busy3'].map((id) => store.getAccount(id)))).map((a) => a?.overdue)).toEqual([true, false, true, false]);
+    });
+
     it('creates the account with defaults on first key', async () => {
       await createKey(store, { account: 'fresh' });
       expect(await store.getAccount('fresh')).toEqual(newAccount('fresh'));
