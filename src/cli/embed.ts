@@ -136,11 +136,12 @@ function resumeOutput(path: string, err: (s: string) => void): Set<string> {
   const ids = new Set<string>();
   if (!existsSync(path) || statSync(path).size === 0) return ids;
   const content = readFileSync(path, 'utf8');
+  const totalBytes = Buffer.byteLength(content); // once: measuring it per line made resuming quadratic
   let keep = 0;
   let offset = 0;
   for (const line of content.split('\n')) {
     const end = offset + Buffer.byteLength(line) + 1;
-    if (end > Buffer.byteLength(content) ) break; // no newline after it: torn
+    if (end > totalBytes) break; // no newline after it: torn
     try {
       const row = JSON.parse(line);
       if (typeof row.id !== 'string' || !Array.isArray(row.embedding)) break;
@@ -151,7 +152,7 @@ function resumeOutput(path: string, err: (s: string) => void): Set<string> {
     }
     offset = end;
   }
-  if (keep < Buffer.byteLength(content)) {
+  if (keep < totalBytes) {
     err(`lexembed embed: ${path}: cutting an incomplete last line left by an interrupted run`);
     truncateSync(path, keep);
   }
