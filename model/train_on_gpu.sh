@@ -33,6 +33,7 @@ $PY -c "import torch, onnxruntime, tokenizers; print('torch', torch.__version__,
 
 train() {
   local name=$1; shift
+  rm -rf "${WORK:?}/$name"  # nothing of an earlier call on a warm machine may pass for this one's
   timeout "$TRAIN_LIMIT" $PY train_transformer.py --data "$DATA" --tokenizer ../models/legal-2-embedder-static/tokenizer.json \
     --negatives "$NEGATIVES" --out "$WORK/$name" --mlm-seconds "$MLM_SECONDS" --ct-seconds "$CT_SECONDS" "$@" ${EXTRA_ARGS:-} \
     > "$RESULTS/$name.log" 2>&1
@@ -43,7 +44,7 @@ init_args=()
 for run in $RUNS; do
   case $run in
     main) train main --half-checkpoint "${init_args[@]}" ${MAIN_ARGS:-} & ;;
-    no-dc) train no-dc --leave-out dc-code ${NODC_ARGS:-} & ;;
+    no-dc) train no-dc --leave-out dc-code --half-checkpoint ${NODC_ARGS:-} & ;;
     wide) train wide --layers 6 --hidden 384 --heads 6 --intermediate 1536 --matryoshka 32,64,128,256,384 & ;;
     *) echo "unknown run $run" >&2 ;;
   esac
@@ -51,17 +52,18 @@ done
 wait
 nvidia-smi --query-gpu=memory.used --format=csv,noheader >> "$RESULTS/gpu.txt"
 
-if [ -f "$WORK/main/checkpoint.pt" ]; then
+# Only this call's runs: a warm machine may still hold an earlier call's $WORK.
+rm -rf "${WORK:?}/folder"
+if [[ " $RUNS " == *" main "* && -f "$WORK/main/checkpoint.pt" ]]; then
   timeout 100 $PY export_transformer.py --checkpoint "$WORK/main/checkpoint.pt" --data "$DATA" --out "$WORK/folder" \
     --parity-texts ../tests/fixtures/legal-model-parity.json --int8-only > "$RESULTS/export.log" 2>&1
   [ -z "${SKIP_ONNX_EVAL:-}" ] && timeout 120 $PY evaluate.py --data "$DATA" --model "$WORK/folder" --bm25-from "$WORK/main/evaluation.json" \
     --json "$WORK/folder/evaluation-onnx.json" > "$RESULTS/evaluate-onnx.log" 2>&1
-  cp "$WORK/main/checkpoint-fp16.pt" "$RESULTS/" 2>/dev/null
   # The fp32 ONNX file is 4x the int8 one and export_transformer.py re-makes it from the checkpoint.
   mkdir -p "$RESULTS/folder" && (cd "$WORK/folder" && tar -cf - --exclude onnx/model.onnx .) | tar -xf - -C "$RESULTS/folder"
 fi
 for run in $RUNS; do
-  for f in training.json evaluation.json; do
+  for f in training.json evaluation.json checkpoint-fp16.pt; do
     [ -f "$WORK/$run/$f" ] && cp "$WORK/$run/$f" "$RESULTS/$run-$f"
   done
 done
