@@ -27,10 +27,11 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
-from bert import Bert, mean_pool
+from bert import Bert
 from evaluate import build_source, load_static_model, model_source, print_report
 from export_static import quantize_rows
 from legal_data import load_pairs, split_pairs
+from train_transformer import torch_embed_fn
 from tokenizer_files import write_tokenizer_files
 
 
@@ -42,7 +43,7 @@ class Hybrid(nn.Module):
         self.a = math.sqrt(weight)
         self.b = math.sqrt(1.0 - weight)
 
-    def forward(self, input_ids, attention_mask, token_type_ids):
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
         m = attention_mask.unsqueeze(-1).to(torch.float32)
         h = self.bert(input_ids, attention_mask, token_type_ids)
         s = self.static(input_ids)
@@ -99,32 +100,8 @@ def main():
 
 
 def embed_fn(model, tok, max_tokens):
-    cache = {}
-
-    @torch.no_grad()
-    def full(texts):
-        ids = [tok.encode(t[: max_tokens * 12], max_tokens) for t in texts]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = None
-        for start in range(0, len(order), 32):
-            chunk = order[start:start + 32]
-            x = torch.zeros((len(chunk), max(len(ids[i]) for i in chunk)), dtype=torch.long)
-            for r, i in enumerate(chunk):
-                x[r, :len(ids[i])] = torch.tensor(ids[i])
-            mask = (x != 0).long()
-            pooled = mean_pool(model(x, mask, torch.zeros_like(x)), mask).numpy()
-            if out is None:
-                out = np.zeros((len(ids), pooled.shape[1]), dtype=np.float32)
-            out[chunk] = pooled
-        return out
-
-    def run(texts, dims=None):
-        key = tuple(texts)
-        if key not in cache:
-            cache[key] = full(texts)
-        v = cache[key][:, :dims] if dims else cache[key]
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    return run
+    """The served arithmetic on CPU, in batches of 32 (what the committed figures were made with)."""
+    return torch_embed_fn(model, lambda texts: [tok.encode(t[: max_tokens * 12], max_tokens) for t in texts], torch.device("cpu"), batch=32)
 
 
 def evaluate(args, model, tok, max_tokens):

@@ -13,7 +13,6 @@ the other (a subsection inside its section). Needs numpy and scipy; deterministi
 """
 import argparse
 import collections
-import math
 import os
 import re
 import time

@@ -17,7 +17,6 @@ the checkpoint into a lexembed model folder.
 import argparse
 import collections
 import json
-import math
 import multiprocessing as mp
 import os
 import random
@@ -31,7 +30,7 @@ from bert import Bert, MlmHead, mean_pool
 from evaluate import bm25_source, build_source, model_source, print_report
 from legal_data import WordPiece, is_held_out, load_pairs
 
-PAD, UNK, CLS, SEP, MASK = 0, 100, 101, 102, 103
+PAD, CLS, SEP, MASK = 0, 101, 102, 103
 
 
 def main():
@@ -62,7 +61,7 @@ def main():
     bm25_jobs = {name: pool.apply_async(bm25_source, (subset,)) for name, subset in eval_sets.items()}
 
     vocab = load_vocab(args.tokenizer)
-    tok = Tokenizer(args.tokenizer, vocab, log)
+    tok = Tokenizer(args.tokenizer, vocab, log, sample_rows(rows))
     if args.init:
         ckpt = torch.load(args.init, map_location="cpu")
         c = ckpt["config"]
@@ -92,7 +91,7 @@ def main():
                 "vocab": vocab}, os.path.join(args.out, "checkpoint.pt"))
 
     model.eval()
-    embed_fn = torch_embed_fn(model, tok, args.max_tokens, device)
+    embed_fn = torch_embed_fn(model, lambda texts: tok.encode(texts, args.max_tokens, chunk_chars=args.max_tokens * 12), device)
     results = {}
     for name, subset in eval_sets.items():
         queries, corpus, _ = build_source(subset)
@@ -181,7 +180,7 @@ class Tokenizer:
     the two differ, `exact` callers (tuning and evaluation) get the Python one; MLM pretraining
     takes the fast one regardless, as a rare different piece does not matter there."""
 
-    def __init__(self, path, vocab, log):
+    def __init__(self, path, vocab, log, sample):
         self.py = WordPiece(vocab)
         self.fast, self.agrees = None, False
         try:
@@ -192,7 +191,7 @@ class Tokenizer:
         self.fast = Fast.from_file(path)
         self.fast.no_truncation()
         self.fast.no_padding()
-        sample = [r[1] for r in SAMPLE_TEXTS] + [r[2][:3000] for r in SAMPLE_TEXTS]
+        sample = [r[1] for r in sample] + [r[2][:3000] for r in sample]
         got = [e.ids for e in self.fast.encode_batch(sample)]
         bad = sum(a != self.py.encode(t) for a, t in zip(got, sample))
         self.agrees = bad == 0
@@ -213,7 +212,12 @@ class Tokenizer:
         return out
 
 
-SAMPLE_TEXTS = []  # filled from the data at start (first rows of each source)
+def sample_rows(rows):
+    """The first row of each source and ~200 spread over the data: where the tokenizers are compared."""
+    first = {}
+    for r in rows:
+        first.setdefault(r[0], r)
+    return list(first.values()) + rows[:: max(1, len(rows) // 200)]
 
 
 def evaluation_sets(rows, held_out, left_out, smoke):
@@ -225,12 +229,6 @@ def evaluation_sets(rows, held_out, left_out, smoke):
         sets[f"all-{source}"] = [r for r in rows if r[0] == source]
     if smoke:
         sets = {k: v[:300] for k, v in sets.items()}
-    seen = set()
-    for r in rows:
-        if r[0] not in seen:
-            seen.add(r[0])
-            SAMPLE_TEXTS.append(r)
-    SAMPLE_TEXTS.extend(rows[:: max(1, len(rows) // 200)])
     return sets
 
 
@@ -399,14 +397,15 @@ def run_schedule(steps, seconds, step, peak_lr, device, log, name):
             "last_loss": last, "seconds": round(elapsed)}
 
 
-def torch_embed_fn(model, tok, max_tokens, device):
-    """Embeds as lexembed serves: ids truncated keeping [SEP], mean pooling, L2 normalisation (fp32)."""
-
+def torch_embed_fn(model, encode, device, batch=256):
+    """Embeds as lexembed serves: `encode(texts)` gives ids (truncated keeping [SEP]), then mean
+    pooling and L2 normalisation, in fp32. Full vectors are cached per text list, so Matryoshka
+    prefixes reuse them."""
     cache = {}
 
     def run(texts, dims=None):
         key = tuple(texts)
-        if key not in cache:  # Matryoshka reports reuse the full vectors
+        if key not in cache:
             cache[key] = embed_full(texts)
         out = torch.from_numpy(cache[key])
         if dims:
@@ -415,15 +414,18 @@ def torch_embed_fn(model, tok, max_tokens, device):
 
     @torch.no_grad()
     def embed_full(texts):
-        ids = tok.encode(texts, max_tokens, chunk_chars=max_tokens * 12)
+        ids = encode(texts)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = torch.zeros((len(ids), model.config["hidden_size"]))
-        for start in range(0, len(order), 256):
-            chunk = order[start:start + 256]
+        out = None
+        for start in range(0, len(order), batch):
+            chunk = order[start:start + batch]
             x, _ = pad_table([ids[i] for i in chunk])
             x = x.long().to(device)
             m = (x != PAD).long()
-            out[chunk] = mean_pool(model(x, m), m).float().cpu()
+            pooled = mean_pool(model(x, m), m).float().cpu()
+            if out is None:
+                out = torch.zeros((len(ids), pooled.shape[1]))
+            out[chunk] = pooled
         return out.numpy()
     return run
 

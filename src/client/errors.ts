@@ -10,10 +10,6 @@ export class LexembedError extends Error {
  */
 export class APIError extends LexembedError {
   override name = 'APIError';
-  /** The parsed problem document (or other JSON object) the server answered with. */
-  readonly error: Record<string, unknown> | undefined;
-  /** The server's `x-request-id`, to quote when reporting a problem. */
-  readonly requestID: string | null;
 
   constructor(
     readonly status: number | undefined,
@@ -27,8 +23,17 @@ export class APIError extends LexembedError {
     options?: { cause?: unknown },
   ) {
     super(message ?? `${status} ${title ?? 'error'}${detail ? `: ${detail}` : ''}`, options);
-    this.error = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
-    this.requestID = headers?.get('x-request-id') ?? null;
+  }
+
+  /** The parsed problem document (or other JSON object) the server answered with. */
+  get error(): Record<string, unknown> | undefined {
+    const body = this.body;
+    return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  }
+
+  /** The server's `x-request-id`, to quote when reporting a problem. */
+  get requestID(): string | null {
+    return this.headers?.get('x-request-id') ?? null;
   }
 }
 

@@ -66,7 +66,6 @@ const REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-/** The routes the app serves, with their methods (405 for others). */
 /** Operations of the API this deployment does not serve: authenticated like every operation, then a 404. */
 const OTHER_OPERATIONS: readonly { path: string; resource: Resource }[] = [
   { path: '/v1/enrichments', resource: 'enrichments' },
@@ -99,6 +98,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   );
   embedderPromise.catch(() => {});
   const fail = (c: Context<Env>, p: Problem) => problemResponse(p, docsUrlOf(c));
+  const refusal = (c: Context<Env>, resource: Resource) => authenticate({ authorization: c.req.header('authorization') ?? null, resource });
   const routes = new Map<string, string[]>();
   const app = new Hono<Env>();
   const innerRequests = new WeakSet<Request>();
@@ -135,7 +135,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   };
 
   route('POST', '/v1/embeddings', async (c) => {
-    const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: 'embeddings' });
+    const refused = await refusal(c, 'embeddings');
     if (refused) return fail(c, refused);
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
     if (!body.ok) return fail(c, body.problem);
@@ -151,7 +151,7 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   for (const { path, resource } of OTHER_OPERATIONS) {
     route('POST', path, async (c) => {
-      const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource });
+      const refused = await refusal(c, resource);
       if (refused) return fail(c, refused);
       return fail(c, problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`));
     });
