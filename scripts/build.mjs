@@ -1,24 +1,155 @@
-// npm run build: dist/ (ESM + .d.ts) from src/ with tsc. Relative imports in src end in .ts;
-// tsc rewrites them to .js in the JavaScript it emits but not in declaration files, so this
-// rewrites those too (a consumer's TypeScript must not see '.ts' specifiers).
+// npm run build: dist/ (ESM + .d.ts) from src/ with tsc, then the three npm packages under
+// build/packages/, each with a package.json made here from the root one (one place for versions):
+//
+//   lexembed                     the library: every entry (contract, client, local, edge, server).
+//                                Depends on zod only; what an entry needs beyond that is an
+//                                optional peer, so `npm install lexembed` for the client adds zod
+//                                and nothing else.
+//   @lexembed/legal-2-embedder   the model folders (53 MB), no code.
+//   @lexembed/server             the `lexembed` command: depends on both and on the server's
+//                                packages, so `npm install @lexembed/server && npx lexembed serve`
+//                                is the whole set-up.
+//
+// Browser and Worker builds must not pull onnxruntime-node (288 MB), which transformers.js lists
+// as a dependency. So the lexembed package carries transformers.js's own web build (it imports
+// only onnxruntime-web) under vendor/, and its JavaScript imports transformers.js as
+// '#transformers', a package import that resolves to @huggingface/transformers under the `node`
+// condition and to the vendored web build everywhere else.
+//
+// Relative imports in src end in .ts; tsc rewrites them to .js in the JavaScript it emits but not
+// in declaration files, so this rewrites those too. `node scripts/build.mjs --pack` also packs the
+// three tarballs into build/.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const read = (path) => JSON.parse(readFileSync(path, 'utf8'));
+const rootPkg = read(join(root, 'package.json'));
+const lock = read(join(root, 'package-lock.json'));
 const dist = join(root, 'dist');
+const out = join(root, 'build');
+
 rmSync(dist, { recursive: true, force: true });
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 
 const RELATIVE_TS = /((?:from|import)\s*\(?\s*['"])(\.{1,2}\/[^'"]+?)\.ts(['"])/g;
-let files = 0;
-for (const entry of readdirSync(dist, { recursive: true, withFileTypes: true })) {
-  if (!entry.isFile() || !entry.name.endsWith('.d.ts')) continue;
-  const path = join(entry.parentPath, entry.name);
-  const text = readFileSync(path, 'utf8');
-  const fixed = text.replace(RELATIVE_TS, '$1$2.js$3');
-  if (fixed !== text) (writeFileSync(path, fixed), files++);
+const TRANSFORMERS = /((?:from|import)\s*\(?\s*['"])@huggingface\/transformers(['"])/g;
+const rewrite = (dir, test, change) => {
+  let files = 0;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !test(entry.name)) continue;
+    const path = join(entry.parentPath, entry.name);
+    const text = readFileSync(path, 'utf8');
+    const fixed = change(text);
+    if (fixed !== text) (writeFileSync(path, fixed), files++);
+  }
+  return files;
+};
+const declarations = rewrite(dist, (n) => n.endsWith('.d.ts'), (t) => t.replace(RELATIVE_TS, '$1$2.js$3'));
+
+/** The range the root package.json asks for, from any of its dependency lists. */
+const range = (name) => rootPkg.dependencies?.[name] ?? rootPkg.devDependencies?.[name] ?? rootPkg.optionalDependencies?.[name]
+  ?? (() => { throw new Error(`build: ${name} is not a dependency of the root package.json`); })();
+/** The exact version the lock holds (for what transformers.js itself pins). */
+const locked = (name) => lock.packages[`node_modules/${name}`]?.version ?? (() => { throw new Error(`build: ${name} is not in package-lock.json`); })();
+const common = {
+  version: rootPkg.version,
+  license: rootPkg.license,
+  type: 'module',
+  engines: rootPkg.engines,
+};
+
+// --- lexembed -------------------------------------------------------------------------------
+const lib = join(out, 'packages', 'lexembed');
+rmSync(out, { recursive: true, force: true });
+mkdirSync(join(lib, 'vendor'), { recursive: true });
+cpSync(dist, join(lib, 'dist'), { recursive: true });
+const imports = rewrite(join(lib, 'dist'), (n) => n.endsWith('.js'), (t) => t.replace(TRANSFORMERS, '$1#transformers$2'));
+const transformersDir = join(root, 'node_modules', '@huggingface', 'transformers');
+cpSync(join(transformersDir, 'dist', 'transformers.web.js'), join(lib, 'vendor', 'transformers.web.js'));
+cpSync(join(transformersDir, 'LICENSE'), join(lib, 'vendor', 'LICENSE.transformers'));
+writeFileSync(join(lib, 'vendor', 'README.md'),
+  `transformers.web.js is the browser build of @huggingface/transformers ${locked('@huggingface/transformers')} (Apache-2.0, LICENSE.transformers), unchanged.\n`
+  + 'lexembed imports it as #transformers outside Node, so browser and Worker installs do not need onnxruntime-node.\n');
+cpSync(join(root, 'README.md'), join(lib, 'README.md'));
+const entry = (path) => ({ types: `./dist/${path}.d.ts`, default: `./dist/${path}.js` });
+const peers = {
+  '@huggingface/transformers': range('@huggingface/transformers'),
+  'onnxruntime-web': locked('onnxruntime-web'),
+  hono: range('hono'),
+  '@hono/node-server': range('@hono/node-server'),
+  'prom-client': range('prom-client'),
+  ioredis: range('ioredis'),
+  webgpu: range('webgpu'),
+};
+writeFileSync(join(lib, 'package.json'), JSON.stringify({
+  name: 'lexembed',
+  ...common,
+  description: rootPkg.description,
+  main: './dist/index.js',
+  types: './dist/index.d.ts',
+  exports: {
+    '.': entry('index'),
+    './contract': entry('contract/index'),
+    './client': entry('client/index'),
+    './local': entry('local/client'),
+    './edge': entry('edge/handler'),
+    './server': entry('server'),
+    './package.json': './package.json',
+  },
+  imports: {
+    '#transformers': { node: '@huggingface/transformers', default: './vendor/transformers.web.js' },
+  },
+  dependencies: { zod: range('zod') },
+  peerDependencies: peers,
+  peerDependenciesMeta: Object.fromEntries(Object.keys(peers).map((name) => [name, { optional: true }])),
+  files: ['dist', 'vendor', 'README.md'],
+  sideEffects: false,
+}, null, 2) + '\n');
+
+// --- @lexembed/legal-2-embedder -------------------------------------------------------------
+const models = join(out, 'packages', 'legal-2-embedder');
+for (const folder of ['legal-2-embedder', 'legal-2-embedder-static']) {
+  cpSync(join(root, 'models', folder), join(models, 'models', folder), { recursive: true });
 }
-console.log(`dist/ built; .ts specifiers rewritten in ${files} declaration files`);
+cpSync(join(root, 'packages', 'legal-2-embedder', 'README.md'), join(models, 'README.md'));
+writeFileSync(join(models, 'package.json'), JSON.stringify({
+  name: '@lexembed/legal-2-embedder',
+  ...common,
+  description: 'The legal-2-embedder weights lexembed serves: the default hybrid model and the static model, as lexembed model folders.',
+  files: ['models', 'README.md'],
+  exports: { './package.json': './package.json' },
+}, null, 2) + '\n');
+
+// --- @lexembed/server -----------------------------------------------------------------------
+const server = join(out, 'packages', 'server');
+cpSync(join(root, 'packages', 'server'), server, { recursive: true });
+writeFileSync(join(server, 'package.json'), JSON.stringify({
+  name: '@lexembed/server',
+  ...common,
+  description: 'The lexembed command: serve the legal-2-embedder embedding API on Node (CPU, or a GPU through WebGPU).',
+  bin: { lexembed: './bin/lexembed.js' },
+  dependencies: {
+    lexembed: rootPkg.version,
+    '@lexembed/legal-2-embedder': rootPkg.version,
+    '@huggingface/transformers': range('@huggingface/transformers'),
+    hono: range('hono'),
+    '@hono/node-server': range('@hono/node-server'),
+    'prom-client': range('prom-client'),
+    ioredis: range('ioredis'),
+    zod: range('zod'),
+  },
+  optionalDependencies: { webgpu: range('webgpu') },
+  files: ['bin', 'README.md'],
+}, null, 2) + '\n');
+
+console.log(`dist/ built (.ts specifiers rewritten in ${declarations} declaration files); build/packages/: lexembed (#transformers in ${imports} files), @lexembed/legal-2-embedder, @lexembed/server`);
+
+if (process.argv.includes('--pack')) {
+  for (const dir of [lib, models, server]) {
+    execFileSync('npm', ['pack', '--pack-destination', out, '--silent'], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+}

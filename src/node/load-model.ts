@@ -12,10 +12,16 @@ import type { Embedder } from '../embedder/types.ts';
 import type { ServerDevice } from './webgpu.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/**
+ * The folder holding the bundled model folders: `models/` of a checkout, or where
+ * LEXEMBED_MODELS_DIR points (the installed `lexembed` command sets it to the models of
+ * @lexembed/legal-2-embedder, a package of its own so the library does not carry 53 MB).
+ */
+export const MODELS_DIR = process.env.LEXEMBED_MODELS_DIR || join(PROJECT_ROOT, 'models');
 /** The model `npm start` serves when no --model is given (hybrid: transformer + static, 640 dimensions). */
-export const BUNDLED_MODEL_DIR = join(PROJECT_ROOT, 'models', 'legal-2-embedder');
+export const BUNDLED_MODEL_DIR = join(MODELS_DIR, 'legal-2-embedder');
 /** The static model (384 dimensions, ~40x faster, weaker): for the edge's 128 MB isolates and for speed. */
-export const STATIC_MODEL_DIR = join(PROJECT_ROOT, 'models', 'legal-2-embedder-static');
+export const STATIC_MODEL_DIR = join(MODELS_DIR, 'legal-2-embedder-static');
 /** Tiny random-weight BERT for tests that need a transformer graph quickly. */
 export const TEST_MODEL_DIR = join(PROJECT_ROOT, 'models', 'test-tiny');
 

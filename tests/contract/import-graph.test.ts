@@ -48,3 +48,16 @@ it('the walk sees through the local client to transformers.js and the contract',
   expect(files.some((f) => f.endsWith('src/contract/request.ts'))).toBe(true);
   expect(files.some((f) => f.endsWith('src/embedder/scheduler.ts'))).toBe(true);
 });
+
+// What each published entry may import at run time: zod is lexembed's one dependency; the rest
+// are optional peers that only the entries below need (scripts/build.mjs writes the manifest).
+it.each([
+  ['src/client/index.ts', []],
+  ['src/contract/index.ts', ['zod']],
+  ['src/index.ts', ['zod']],
+  ['src/local/client.ts', ['zod', '@huggingface/transformers']],
+  ['src/edge/handler.ts', ['zod', '@huggingface/transformers', 'hono']],
+] as const)('%s imports only %j', (entry, allowed) => {
+  const names = [...walk(entry).packages.keys()].map((p) => p.split('/').slice(0, p.startsWith('@') ? 2 : 1).join('/'));
+  expect([...new Set(names)].filter((n) => !(allowed as readonly string[]).includes(n))).toEqual([]);
+});

@@ -1,8 +1,16 @@
-// The package as users get it: `npm pack`, installed into a scratch project made here (npm's
-// cache serves what `npm ci` fetched), then used the ways the README shows: the CLI through npx
-// (keys, serve), a plain .mjs Node script on lexembed/client and lexembed/contract, TypeScript
-// consumers on the shipped .d.ts under `bundler` and `node16` resolution, a Vite app on
-// lexembed/local, a Worker built from lexembed/edge in workerd, and publint/attw on the tarball. Slow by nature (a real install), so one install serves every test.
+// The packages as users get them: `npm run package` packs lexembed, @lexembed/legal-2-embedder and
+// @lexembed/server, and each use the README shows gets a scratch project made here with only
+// what that use installs (npm's cache serves what `npm ci` fetched):
+//   server-app   @lexembed/server: `npx lexembed keys create`, `npx lexembed serve` on the bundled
+//                model, TypeScript consumers of every entry (moduleResolution bundler and node16);
+//   client-app   lexembed alone: its node_modules holds lexembed and zod and nothing else, and a
+//                plain .mjs script calls the server through lexembed/client and lexembed/contract;
+//   browser-app  lexembed + onnxruntime-web + hono + the model package: none of the server's
+//                packages installed (no onnxruntime-node, no transformers.js package), a Vite app
+//                on lexembed/local builds with no Node-only module in its bundle, and a Worker built
+//                from lexembed/edge answers /v1/embeddings in workerd.
+// publint checks all three packages and are-the-types-wrong the library. Slow by nature (real
+// installs), so each project is installed once.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,31 +25,53 @@ const run = promisify(execFile);
 const SLOW = 600_000;
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const TSC = join(PROJECT_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+const SERVER_ONLY = ['onnxruntime-node', '@huggingface/transformers', 'sharp', '@hono/node-server', 'prom-client', 'ioredis', 'webgpu'];
 
 let scratch: string;
-let project: string;
-let tarball: string;
+const tarballs = { lib: '', models: '', server: '' };
+const projects = { server: '', client: '', browser: '' };
 let server: ChildProcess | undefined;
 let serverUrl: string;
 let apiKey: string;
 
+const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+/** The version this repository locked, so installs come from npm's cache, not newer releases. */
+const locked = (name: string) => lock.packages[`node_modules/${name}`]!.version!;
+
+/** A scratch project depending on `dependencies`; lexembed's own packages resolve to the tarballs. */
+async function makeProject(name: string, dependencies: Record<string, string>): Promise<string> {
+  const dir = join(scratch, name);
+  mkdirSync(dir);
+  const ours = { lexembed: `file:${tarballs.lib}`, '@lexembed/legal-2-embedder': `file:${tarballs.models}`, '@lexembed/server': `file:${tarballs.server}` };
+  const deps = Object.fromEntries(Object.entries(dependencies).map(([d, v]) => [d, d in ours ? ours[d as keyof typeof ours] : v]));
+  // Overrides send @lexembed/server's own dependencies on the other two to the tarballs as well.
+  const overrides = Object.fromEntries(Object.entries(ours).filter(([d]) => d !== '@lexembed/server').map(([d, v]) => [d, deps[d] ?? v]));
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module', dependencies: deps, overrides }, null, 2));
+  writeFileSync(join(dir, '.npmrc'), 'onnxruntime-node-install=skip\n');
+  await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 64 << 20 });
+  return dir;
+}
+
+/** Every package installed under `dir`/node_modules, scoped ones as @scope/name. */
+function installed(dir: string): string[] {
+  const top = join(dir, 'node_modules');
+  return readdirSync(top).filter((n) => !n.startsWith('.')).flatMap((n) => (n.startsWith('@') ? readdirSync(join(top, n)).map((m) => `${n}/${m}`) : [n])).sort();
+}
+
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'lexembed-package-'));
-  await run(NPM, ['pack', '--pack-destination', scratch], { cwd: PROJECT_ROOT, maxBuffer: 64 << 20 });
-  const self = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
-  tarball = join(scratch, `${self.name}-${self.version}.tgz`);
-  project = join(scratch, 'app');
-  mkdirSync(project);
-  // Pin lexembed's own dependencies to the versions this repository locked, so the install is
-  // served from npm's cache rather than resolving newer releases.
-  const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
-  const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-  const pinned = Object.fromEntries(Object.keys(pkg.dependencies).map((d) => [d, lock.packages[`node_modules/${d}`]!.version!]));
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch-app', private: true, type: 'module', dependencies: { ...pinned, lexembed: `file:${tarball}` } }, null, 2));
-  writeFileSync(join(project, '.npmrc'), 'onnxruntime-node-install=skip\n');
-  await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: project, maxBuffer: 64 << 20 });
+  await run(process.execPath, [join(PROJECT_ROOT, 'scripts', 'build.mjs'), '--pack'], { cwd: PROJECT_ROOT, maxBuffer: 64 << 20 });
+  const version = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  for (const [key, file] of [['lib', 'lexembed'], ['models', 'lexembed-legal-2-embedder'], ['server', 'lexembed-server']] as const) {
+    tarballs[key] = join(scratch, `${file}-${version}.tgz`);
+    copyFileSync(join(PROJECT_ROOT, 'build', `${file}-${version}.tgz`), tarballs[key]);
+  }
+  const serverDeps = ['@huggingface/transformers', 'hono', '@hono/node-server', 'prom-client', 'ioredis', 'zod'];
+  projects.server = await makeProject('server-app', { '@lexembed/server': '', ...Object.fromEntries(serverDeps.map((d) => [d, locked(d)])) });
+  projects.client = await makeProject('client-app', { lexembed: '' });
+  projects.browser = await makeProject('browser-app', { lexembed: '', '@lexembed/legal-2-embedder': '', 'onnxruntime-web': locked('onnxruntime-web'), hono: locked('hono') });
 
-  const created = await run(process.execPath, [join(project, 'node_modules', '.bin', 'lexembed'), 'keys', 'create', '--account', 'acct_pkg', '--data-dir', join(scratch, 'keys')], { cwd: project });
+  const created = await run(process.execPath, [join(projects.server, 'node_modules', '.bin', 'lexembed'), 'keys', 'create', '--account', 'acct_pkg', '--data-dir', join(scratch, 'keys')], { cwd: projects.server });
   apiKey = /lxk_v1_\S+/.exec(created.stdout)![0];
   ({ child: server, url: serverUrl } = await startInstalledServer());
 }, SLOW);
@@ -52,25 +82,40 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-describe('the packed tarball', () => {
-  it('holds the built entries, the CLI and the bundled model, and no sources, tests or recipes', async () => {
-    const listing = (await run('tar', ['-tzf', tarball], { maxBuffer: 16 << 20 })).stdout.split('\n');
+describe('the packed tarballs', () => {
+  const listing = async (tarball: string) => (await run('tar', ['-tzf', tarball], { maxBuffer: 16 << 20 })).stdout.split('\n').filter(Boolean);
+
+  it('lexembed holds the built entries and the vendored web build of transformers.js, and no model, source, test or recipe', async () => {
+    const files = await listing(tarballs.lib);
     for (const f of ['package/dist/index.js', 'package/dist/index.d.ts', 'package/dist/client/index.js', 'package/dist/edge/handler.d.ts',
-      'package/bin/lexembed.js', 'package/models/legal-2-embedder/onnx/model.onnx', 'package/models/legal-2-embedder/lexembed.json',
-      'package/models/legal-2-embedder-static/onnx/model.onnx']) {
-      expect(listing, f).toContain(f);
+      'package/dist/server.js', 'package/dist/node/inference-worker-main.js', 'package/vendor/transformers.web.js', 'package/vendor/LICENSE.transformers']) {
+      expect(files, f).toContain(f);
     }
-    expect(listing.filter((f) => /^package\/(src|tests|bench|model|web-demo|edge|scripts)\//.test(f))).toEqual([]);
-    const installed = JSON.parse(readFileSync(join(project, 'node_modules', 'lexembed', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    expect(Object.keys(installed.dependencies)).not.toContain('tsx');
+    expect(files.filter((f) => /^package\/(src|tests|bench|model|models|web-demo|edge|scripts|bin)\//.test(f))).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(projects.client, 'node_modules', 'lexembed', 'package.json'), 'utf8')) as { dependencies: Record<string, string>; bin?: unknown };
+    expect(manifest.dependencies).toEqual({ zod: expect.any(String) });
+    expect(manifest.bin).toBeUndefined();
   });
 
-  it('passes publint and are-the-types-wrong (ESM-only profile)', async () => {
-    const publint = await run(process.execPath, [join(PROJECT_ROOT, 'node_modules', 'publint', 'src', 'cli.js'), join(project, 'node_modules', 'lexembed')], { cwd: project });
-    expect(publint.stdout).toMatch(/All good/);
+  it('@lexembed/legal-2-embedder holds both model folders and no code; @lexembed/server its command and README', async () => {
+    const models = await listing(tarballs.models);
+    for (const f of ['package/models/legal-2-embedder/onnx/model.onnx', 'package/models/legal-2-embedder/lexembed.json', 'package/models/legal-2-embedder/README.md',
+      'package/models/legal-2-embedder-static/onnx/model.onnx']) {
+      expect(models, f).toContain(f);
+    }
+    expect(models.filter((f) => /\.(js|mjs|ts)$/.test(f))).toEqual([]);
+    expect((await listing(tarballs.server)).sort()).toEqual(['package/README.md', 'package/bin/lexembed.js', 'package/package.json']);
+  });
+
+  it('pass publint (all three) and are-the-types-wrong (lexembed, ESM-only profile)', async () => {
+    const publint = join(PROJECT_ROOT, 'node_modules', 'publint', 'src', 'cli.js');
+    for (const pkg of ['lexembed', '@lexembed/legal-2-embedder', '@lexembed/server']) {
+      const out = await run(process.execPath, [publint, join(projects.server, 'node_modules', pkg)], { cwd: projects.server });
+      expect(out.stdout, pkg).toMatch(/All good/);
+    }
     // attw exits non-zero on any problem the profile counts (ESM-only: CommonJS require is not offered).
     // JSON, not the human table: its layout follows the terminal's width.
-    const attw = await run(process.execPath, [join(PROJECT_ROOT, 'node_modules', '@arethetypeswrong', 'cli', 'dist', 'index.js'), tarball, '--profile', 'esm-only', '--format', 'json'], { maxBuffer: 64 << 20 });
+    const attw = await run(process.execPath, [join(PROJECT_ROOT, 'node_modules', '@arethetypeswrong', 'cli', 'dist', 'index.js'), tarballs.lib, '--profile', 'esm-only', '--format', 'json'], { maxBuffer: 64 << 20 });
     const { analysis } = JSON.parse(attw.stdout) as {
       analysis: {
         problems: { kind: string; entrypoint: string; resolutionKind?: string }[];
@@ -79,7 +124,7 @@ describe('the packed tarball', () => {
     };
     const counted = analysis.problems.filter((p) => p.resolutionKind !== 'node10' && p.resolutionKind !== 'node16-cjs');
     expect(counted).toEqual([]);
-    for (const entry of ['.', './contract', './client', './local', './edge']) {
+    for (const entry of ['.', './contract', './client', './local', './edge', './server']) {
       for (const kind of ['node16-esm', 'bundler']) {
         expect(analysis.entrypoints[entry]?.resolutions[kind]?.resolution?.fileName, `${entry} (${kind})`).toMatch(/\/dist\/.*\.d\.ts$/);
       }
@@ -87,9 +132,25 @@ describe('the packed tarball', () => {
   }, SLOW);
 });
 
-describe('installed from the tarball', () => {
+describe('what each use installs', () => {
+  it('the client: lexembed and zod, nothing else', () => {
+    expect(installed(projects.client)).toEqual(['lexembed', 'zod']);
+  });
+
+  it('the browser and a Worker: none of the server\'s packages', () => {
+    const present = installed(projects.browser);
+    expect(present).toContain('onnxruntime-web');
+    expect(present.filter((p) => SERVER_ONLY.includes(p))).toEqual([]);
+  });
+
+  it('the server: everything serve needs, from @lexembed/server alone', () => {
+    expect(installed(projects.server)).toEqual(expect.arrayContaining(['lexembed', '@lexembed/legal-2-embedder', '@lexembed/server', 'onnxruntime-node', '@hono/node-server', 'prom-client']));
+  });
+});
+
+describe('installed from the tarballs', () => {
   it('npx lexembed --help answers from the built CLI', async () => {
-    const { stdout } = await run('npx', ['--no-install', 'lexembed', '--help'], { cwd: project });
+    const { stdout } = await run('npx', ['--no-install', 'lexembed', '--help'], { cwd: projects.server });
     expect(stdout).toMatch(/lexembed serve/);
   });
 
@@ -106,7 +167,7 @@ describe('installed from the tarball', () => {
   });
 
   it('a plain .mjs Node script imports lexembed/client and lexembed/contract and calls the server', async () => {
-    writeFileSync(join(project, 'client.mjs'), `
+    writeFileSync(join(projects.client, 'client.mjs'), `
 import { Lexembed, AuthenticationError } from 'lexembed/client';
 import { validateEmbeddingRequest, DEFAULT_MODEL_NAME } from 'lexembed/contract';
 const check = validateEmbeddingRequest({ model: DEFAULT_MODEL_NAME, texts: ['Lease'] }, { modelName: DEFAULT_MODEL_NAME, maxDimensions: 640, tasks: ['retrieval/query', 'retrieval/document'] });
@@ -117,21 +178,27 @@ try { await new Lexembed({ baseURL: process.env.BASE_URL, apiKey: 'lxk_v1_wrong_
 catch (e) { rejected = e instanceof AuthenticationError ? 'AuthenticationError ' + e.status : String(e); }
 console.log(JSON.stringify({ valid: check.ok, count: embeddings.length, dims: embeddings[0].embedding.length, tokens: usage.input_tokens, rejected }));
 `);
-    const { stdout } = await run(process.execPath, ['client.mjs'], { cwd: project, env: { ...process.env, BASE_URL: `${serverUrl}/v1`, LEXEMBED_API_KEY: apiKey } });
+    const { stdout } = await run(process.execPath, ['client.mjs'], { cwd: projects.client, env: { ...process.env, BASE_URL: `${serverUrl}/v1`, LEXEMBED_API_KEY: apiKey } });
     const out = JSON.parse(stdout) as { valid: boolean; count: number; dims: number; tokens: number; rejected: string };
     expect(out).toMatchObject({ valid: true, count: 2, dims: 640, rejected: 'AuthenticationError 401' });
     expect(out.tokens).toBeGreaterThan(4);
   });
 
+  it('the main entry imports with zod alone (contract, client, embedder core)', async () => {
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('lexembed'); console.log(['Lexembed','createEmbedder','validateEmbeddingRequest'].every((k) => typeof m[k] === 'function'))"], { cwd: projects.client });
+    expect(stdout.trim()).toBe('true');
+  });
+
   it.each(['bundler', 'node16'])('TypeScript consumers type-check against the shipped .d.ts (moduleResolution %s)', async (resolution) => {
-    const dir = join(project, `ts-${resolution}`);
+    const dir = join(projects.server, `ts-${resolution}`);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'consumer.ts'), `
 import { Lexembed, APIError, type EmbeddingCreateParams } from 'lexembed/client';
 import { validateEmbeddingRequest, type EmbeddingResponse } from 'lexembed/contract';
 import { createLocalClient, type LocalClient } from 'lexembed/local';
 import { createEdgeHandler, type EdgeHandler } from 'lexembed/edge';
-import { createApp, createEmbedder } from 'lexembed';
+import { createEmbedder } from 'lexembed';
+import { createApp, loadModelFolder, main } from 'lexembed/server';
 const params: EmbeddingCreateParams = { model: 'legal-2-embedder', texts: ['Lease'], task: 'retrieval/query' };
 export async function use(client: Lexembed): Promise<number> {
   try {
@@ -144,7 +211,8 @@ export async function use(client: Lexembed): Promise<number> {
 }
 export const local: (m: string) => LocalClient = (model) => createLocalClient({ model });
 export const handler: (m: WebAssembly.Module) => EdgeHandler = (wasmModule) => createEdgeHandler({ wasmModule });
-export const pieces = [validateEmbeddingRequest, createApp, createEmbedder];
+export const pieces = [validateEmbeddingRequest, createApp, createEmbedder, loadModelFolder];
+export const exitCode: Promise<number> = main(['--help']);
 // @ts-expect-error: texts must be strings (the shipped types are real, not any)
 export const wrong: EmbeddingCreateParams = { model: 'legal-2-embedder', texts: [1] };
 `);
@@ -163,7 +231,7 @@ describe('bundled by an application from the installed package', () => {
   const NODE_ONLY = /onnxruntime-node|@hono\/node-server|prom-client|ioredis|from ?["']node:|(?:require|import)\(["']node:|webgpu\/dist|dawn\.node/;
 
   it('a Vite app importing lexembed/local builds, and its bundle holds no Node-only module', async () => {
-    const dir = join(project, 'vite-app');
+    const dir = join(projects.browser, 'vite-app');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'index.html'), '<!doctype html><script type="module" src="./main.js"></script>');
     writeFileSync(join(dir, 'main.js'), `
@@ -181,7 +249,7 @@ globalThis.lexembed = { client, remote: new Lexembed({ apiKey: 'x' }) };
   }, SLOW);
 
   it('a Worker built with esbuild from lexembed/edge runs in workerd and answers /v1/embeddings', async () => {
-    const dir = join(project, 'worker');
+    const dir = join(projects.browser, 'worker');
     mkdirSync(join(dir, 'dist'), { recursive: true });
     writeFileSync(join(dir, 'worker.mjs'), `
 import wasmModule from './ort-wasm-simd-threaded.asyncify.wasm';
@@ -190,8 +258,8 @@ export default createEdgeHandler({ wasmModule });
 `);
     await esbuild({ entryPoints: [join(dir, 'worker.mjs')], outfile: join(dir, 'dist', 'worker.mjs'), bundle: true, format: 'esm', platform: 'browser',
       conditions: ['workerd', 'worker', 'browser'], target: 'es2022', external: ['*.wasm'], logLevel: 'error', absWorkingDir: dir });
-    copyFileSync(join(project, 'node_modules', 'onnxruntime-web', 'dist', 'ort-wasm-simd-threaded.asyncify.wasm'), join(dir, 'dist', 'ort-wasm-simd-threaded.asyncify.wasm'));
-    const modelDir = join(project, 'node_modules', 'lexembed', 'models', 'legal-2-embedder-static');
+    copyFileSync(join(projects.browser, 'node_modules', 'onnxruntime-web', 'dist', 'ort-wasm-simd-threaded.asyncify.wasm'), join(dir, 'dist', 'ort-wasm-simd-threaded.asyncify.wasm'));
+    const modelDir = join(projects.browser, 'node_modules', '@lexembed', 'legal-2-embedder', 'models', 'legal-2-embedder-static');
     const mf = new Miniflare({
       modules: [
         { type: 'ESModule', path: join(dir, 'dist', 'worker.mjs') },
@@ -223,7 +291,7 @@ export default createEdgeHandler({ wasmModule });
 
 async function startInstalledServer(): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn('npx', ['--no-install', 'lexembed', 'serve', '--port', '0', '--data-dir', join(scratch, 'keys'), '--device', 'cpu'], {
-    cwd: project,
+    cwd: projects.server,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group, so afterAll stops npx and the server it started
   });
@@ -237,6 +305,6 @@ async function startInstalledServer(): Promise<{ child: ChildProcess; url: strin
       if (m) resolve(m[1]!);
     });
   });
-  if (!existsSync(join(project, 'node_modules', 'lexembed', 'dist', 'cli', 'index.js'))) throw new Error('installed package has no built CLI');
+  if (!existsSync(join(projects.server, 'node_modules', 'lexembed', 'dist', 'cli', 'index.js'))) throw new Error('installed package has no built CLI');
   return { child, url };
 }
