@@ -1,6 +1,6 @@
 // The lexembed client: `new Lexembed().embeddings.create({...})`, on fetch, with no runtime
 // dependencies, for browsers, Node and edge runtimes.
-import type { EmbeddingRequestInput, EmbeddingResponse } from '../contract/index.ts';
+import type { EmbeddingRequestInput, EmbeddingResponse, RerankRequestInput, RerankResponse } from '../contract/index.ts';
 import { Transport, type APIPromise, type ClientOptions, type RequestOptions } from './core.ts';
 
 export * from './errors.ts';
@@ -21,13 +21,31 @@ export class Embeddings {
   }
 }
 
+/** The reranking request (texts may be a readonly array). */
+export type RerankingCreateParams = Omit<RerankRequestInput, 'texts'> & { texts: readonly string[] };
+export type { RerankResponse } from '../contract/index.ts';
+
+export class Rerankings {
+  constructor(private readonly transport: Transport) {}
+
+  /**
+   * `POST /rerankings`: the texts by relevance to the query, highest score first.
+   * @example const { results } = await client.rerankings.create({ model: 'legal-2-reranker', query: 'Notice to quit', texts })
+   */
+  create(params: RerankingCreateParams, options: RequestOptions = {}): APIPromise<RerankResponse> {
+    return this.transport.post<RerankResponse>('/rerankings', params, options);
+  }
+}
+
 export class Lexembed {
   readonly embeddings: Embeddings;
+  readonly rerankings: Rerankings;
   private readonly transport: Transport;
 
   constructor(options: ClientOptions = {}) {
     this.transport = new Transport(options);
     this.embeddings = new Embeddings(this.transport);
+    this.rerankings = new Rerankings(this.transport);
   }
 
   get baseURL(): string {

@@ -4,3 +4,4 @@ export * from './request.ts';
 export * from './response.ts';
 export * from './vectors.ts';
 export * from './invocations.ts';
+export * from './rerank.ts';

@@ -36,9 +36,7 @@ export const HOP_BY_HOP_HEADERS = [
 export function validateInvocationRequest(body: unknown): Result<InvocationRequest> {
   const parsed = InvocationRequestSchema.safeParse(body);
   if (!parsed.success) {
-    const detail = formatIssues(parsed.error.issues)
-      .replace('allowed fields are model, texts, task, overflow_strategy, dimensions', `allowed fields are ${INVOCATION_FIELDS.join(', ')}`)
-      .replace(/^the request body/, 'the invocation body');
+    const detail = formatIssues(parsed.error.issues, { fields: { '': INVOCATION_FIELDS }, body: 'the invocation body' });
     return { ok: false, problem: problem('validation', detail) };
   }
   const { path, method, headers } = parsed.data;

@@ -109,24 +109,35 @@ function schemaFor(modelName: string) {
   return schema;
 }
 
-/** One place that turns zod issues into a `detail` sentence, e.g. `texts[3] must contain …`. */
-export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): string {
-  return issues.map((issue) => formatIssue(issue, prefix)).join('; ');
+export interface IssueFormat {
+  /** The fields an object at the top level (or at a path, by its dotted name) allows. */
+  readonly fields: Readonly<Record<string, readonly string[]>>;
+  /** How the whole body is named, e.g. "the request body" or "the invocation body". */
+  readonly body?: string;
 }
 
-function formatIssue(issue: z.core.$ZodIssue, prefix: PropertyKey[]): string {
+const EMBEDDING_FORMAT: IssueFormat = { fields: { '': REQUEST_FIELDS } };
+
+/** One place that turns zod issues into a `detail` sentence, e.g. `texts[3] must contain …`. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[], format: IssueFormat = EMBEDDING_FORMAT, prefix: PropertyKey[] = []): string {
+  return issues.map((issue) => formatIssue(issue, format, prefix)).join('; ');
+}
+
+function formatIssue(issue: z.core.$ZodIssue, format: IssueFormat, prefix: PropertyKey[]): string {
   const path = [...prefix, ...issue.path];
+  const body = format.body ?? 'the request body';
   if (issue.code === 'unrecognized_keys') {
-    const where = path.length ? `${formatPath(path)} has` : 'the request has';
+    const where = path.length ? `${formatPath(path)} has` : `${body.replace(/ body$/, '')} has`;
     const names = issue.keys.map((k) => `"${k}"`).join(', ');
-    return `${where} unknown field${issue.keys.length > 1 ? 's' : ''} ${names}; allowed fields are ${REQUEST_FIELDS.join(', ')}`;
+    const allowed = format.fields[path.map(String).join('.')];
+    return `${where} unknown field${issue.keys.length > 1 ? 's' : ''} ${names}` + (allowed ? `; allowed fields are ${allowed.join(', ')}` : '');
   }
   if (issue.code === 'invalid_union') {
     // Report the branch that got past the type check (e.g. an array with one bad element).
     const deeper = issue.errors.find((branch) => branch.length > 0 && branch.every((i) => i.path.length > 0 || i.code !== 'invalid_type'));
-    if (deeper) return formatIssues(deeper, path);
+    if (deeper) return formatIssues(deeper, format, path);
   }
-  return path.length ? `${formatPath(path)} ${issue.message}` : `the request body ${issue.message}`;
+  return path.length ? `${formatPath(path)} ${issue.message}` : `${body} ${issue.message}`;
 }
 
 function formatPath(path: PropertyKey[]): string {

@@ -1,9 +1,10 @@
 // Turns an EmbeddingBackend into the contract's Embedder: prompts, tokenising each text once,
 // overflow handling, cross-request batching (BatchScheduler), dimensions and normalisation.
-import { problem, truncateAndNormalize, truncateToMaxTokens, type Result } from '../contract/index.ts';
+import { problem, queryTooLong, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
+import { chunkTexts, cosine, scoreTexts } from './rerank.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
-import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend } from './types.ts';
+import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, RerankInput, RerankOutput } from './types.ts';
 
 export type EmbedderHooks = SchedulerHooks;
 
@@ -19,6 +20,12 @@ export function createEmbedder(
   // Tokens of a prompt alone ([CLS] prompt [SEP]): a text adding none has nothing the model can read.
   const promptTokens = new Map<string, number>();
   const tokensOfPrompt = (prompt: string) => promptTokens.get(prompt) ?? promptTokens.set(prompt, backend.encode(prompt).length).get(prompt)!;
+  const reranking = settings.reranking;
+  const reranker: RerankCapabilities | undefined = reranking && {
+    rerankModelName: reranking.name,
+    maxChunkTokens: maxTokens - backend.encode(settings.prompts['retrieval/document'] ?? '').length,
+    maxQueryTokens: maxTokens,
+  };
   return {
     settings,
     backendName: backend.name,
@@ -57,15 +64,9 @@ export function createEmbedder(
         }
         sequences.push(truncateToMaxTokens(ids, maxTokens));
       }
-      let pooled: Float32Array[];
-      try {
-        pooled = await scheduler.submit(sequences, options.signal);
-      } catch (error) {
-        if (error instanceof QueueFullError) {
-          return { ok: false, problem: problem('unavailable', `the server is at capacity (${error.message}); retry after the Retry-After delay`, { 'retry-after': '1' }) };
-        }
-        throw error;
-      }
+      const submitted = await submit(sequences, options.signal);
+      if (!submitted.ok) return submitted;
+      const pooled = submitted.value;
       const dimensions = input.dimensions ?? settings.dimensions.default;
       return {
         ok: true,
@@ -75,6 +76,46 @@ export function createEmbedder(
         },
       };
     },
+    reranker,
+    rerank: reranking ? (input, options) => rerank(input, options) : undefined,
     dispose: () => backend.dispose(),
   };
+
+  async function submit(sequences: number[][], signal?: AbortSignal): Promise<Result<Float32Array[]>> {
+    try {
+      return { ok: true, value: await scheduler.submit(sequences, signal) };
+    } catch (error) {
+      if (error instanceof QueueFullError) {
+        return { ok: false, problem: problem('unavailable', `the server is at capacity (${error.message}); retry after the Retry-After delay`, { 'retry-after': '1' }) };
+      }
+      throw error;
+    }
+  }
+
+  async function rerank(input: RerankInput, options: EmbedOptions = {}): Promise<Result<RerankOutput>> {
+    const queryPrompt = settings.prompts['retrieval/query'] ?? '';
+    const query = backend.encode(queryPrompt + input.query);
+    if (query.length <= tokensOfPrompt(queryPrompt)) {
+      return { ok: false, problem: problem('validation', 'query has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words') };
+    }
+    if (query.length > maxTokens) return { ok: false, problem: queryTooLong(query.length, reranker!) };
+    const chunked = chunkTexts(backend, input.texts, input.chunking, settings.prompts['retrieval/document'] ?? '');
+    if ('unreadable' in chunked) {
+      return { ok: false, problem: problem('validation', `texts[${chunked.unreadable}] has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`) };
+    }
+    const sequences = [query, ...chunked.sequences];
+    const pooled = await submit(sequences, options.signal);
+    if (!pooled.ok) return pooled;
+    const dimensions = settings.dimensions.default;
+    const [queryVector, ...chunkVectors] = pooled.value.map((v) => truncateAndNormalize(v, dimensions));
+    let k = 0;
+    const similarity = chunked.chunkTexts.map((chunks) => chunks.map(() => cosine(queryVector!, chunkVectors[k++]!)));
+    return {
+      ok: true,
+      value: {
+        scores: scoreTexts(reranking!.weights, input.method, backend.decode?.(backend.encode(input.query)) ?? input.query, chunked.chunkTexts, similarity),
+        inputTokens: sequences.reduce((n, seq) => n + seq.length, 0),
+      },
+    };
+  }
 }

@@ -1,6 +1,7 @@
 // The lexembed settings file (`lexembed.json`) every model folder carries, as a schema.
 import { z } from 'zod';
 import { DEFAULT_MODEL_NAME, TASKS } from '../contract/request.ts';
+import { DEFAULT_RERANK_MODEL_NAME } from '../contract/rerank.ts';
 
 export const SETTINGS_FILE = 'lexembed.json';
 
@@ -18,6 +19,14 @@ export const ModelSettingsSchema = z
       .default({ 'retrieval/query': null, 'retrieval/document': null }),
     tasks: z.array(z.enum(TASKS)).default([...TASKS]),
     dtype: z.enum(['fp32', 'fp16', 'q8']).default('fp32'),
+    /** The reranker this model serves (POST /v1/rerankings), fitted by bench/rerank.ts; absent: none. */
+    reranking: z
+      .object({
+        name: z.string().min(1).default(DEFAULT_RERANK_MODEL_NAME),
+        weights: z.object({ intercept: z.number(), cosine: z.number(), lexical: z.number() }),
+        fitted: z.record(z.string(), z.unknown()).optional(),
+      })
+      .optional(),
   })
   .loose();
 

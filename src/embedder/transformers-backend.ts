@@ -51,6 +51,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
   return {
     name: `transformers.js (${device})`,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
+    decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     async run(batch) {
       const { dims, inputIds, attentionMask, tokenTypeIds } = padBatch(batch);
       const width = dims[1];

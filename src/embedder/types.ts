@@ -1,5 +1,5 @@
 // The Embedder interface the HTTP app and the CLI talk to, and the backend seam beneath it.
-import type { ModelCapabilities, Result, Task } from '../contract/index.ts';
+import type { Chunking, ModelCapabilities, RerankCapabilities, Result, ScoringMethod, Task } from '../contract/index.ts';
 import type { ModelSettings } from './settings.ts';
 
 export interface EmbedInput {
@@ -21,6 +21,20 @@ export interface EmbedOutput {
   readonly inputTokens: number;
 }
 
+export interface RerankInput {
+  readonly query: string;
+  readonly texts: readonly string[];
+  readonly chunking: Chunking;
+  readonly method: ScoringMethod;
+}
+
+export interface RerankOutput {
+  /** One score in [0, 1] per text, in input order. */
+  readonly scores: number[];
+  /** Tokens fed to the model: the query and every chunk, special tokens included. */
+  readonly inputTokens: number;
+}
+
 export interface Embedder extends ModelCapabilities {
   readonly settings: ModelSettings;
   /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
@@ -28,6 +42,10 @@ export interface Embedder extends ModelCapabilities {
   /** Why the backend runs where it does (e.g. the WebGPU adapter chosen by --device auto). */
   readonly deviceReason?: string;
   embed(input: EmbedInput, options?: EmbedOptions): Promise<Result<EmbedOutput>>;
+  /** The reranker's limits, when the model folder carries a reranking fit. */
+  readonly reranker?: RerankCapabilities;
+  /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
+  rerank?(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
   /** Batching totals (padding efficiency = realTokens / paddedTokens). */
   schedulerStats?(): import('./scheduler.ts').SchedulerStats;
   /** Diagnostics: a full garbage collection wherever the model runs, if Node ran with --expose-gc. */
@@ -41,6 +59,8 @@ export interface EmbeddingBackend {
   readonly deviceReason?: string;
   /** Token ids with special tokens, untruncated. */
   encode(text: string): number[];
+  /** The text of token ids (special tokens dropped): what reranking's BM25 reads of a chunk. */
+  decode?(ids: readonly number[]): string;
   /** Pooled (not yet normalised) vectors, one per sequence, full model width. */
   run(batch: readonly (readonly number[])[]): Promise<Float32Array[]>;
   collectGarbage?(): Promise<void>;

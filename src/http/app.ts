@@ -11,6 +11,7 @@ import {
   validateEmbeddingRequest,
   type Problem,
 } from '../contract/index.ts';
+import { answerRerankRequest, rerankNotServed } from '../embedder/rerank-request.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
@@ -69,7 +70,6 @@ export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Operations of the API this deployment does not serve: authenticated like every operation, then a 404. */
 const OTHER_OPERATIONS: readonly { path: string; resource: Resource }[] = [
   { path: '/v1/enrichments', resource: 'enrichments' },
-  { path: '/v1/rerankings', resource: 'rerankings' },
   { path: '/v1/extractions/qa', resource: 'extractions' },
   { path: '/v1/classifications/universal', resource: 'classifications' },
 ];
@@ -149,6 +149,20 @@ export function createApp(options: AppOptions): Hono<Env> {
     return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
   });
 
+  route('POST', '/v1/rerankings', async (c) => {
+    const refused = await refusal(c, 'rerankings');
+    if (refused) return fail(c, refused);
+    const embedder = await embedderPromise;
+    // Without a reranker the route is not served: say so before reading the body.
+    if (!embedder.reranker) return fail(c, rerankNotServed(embedder));
+    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    if (!body.ok) return fail(c, body.problem);
+    const result = await answerRerankRequest(embedder, body.value, { signal: c.req.raw.signal });
+    if (!result.ok) return fail(c, result.problem);
+    c.set('inputTokens', result.value.usage.input_tokens);
+    return c.json(result.value);
+  });
+
   for (const { path, resource } of OTHER_OPERATIONS) {
     route('POST', path, async (c) => {
       const refused = await refusal(c, resource);
@@ -194,15 +208,18 @@ export function createApp(options: AppOptions): Hono<Env> {
     });
   }
 
-  const openApi = async () =>
-    buildOpenApiDocument({
-      modelName: (await embedderPromise).modelName,
+  const openApi = async () => {
+    const embedder = await embedderPromise;
+    return buildOpenApiDocument({
+      modelName: embedder.modelName,
+      rerankModelName: embedder.reranker?.rerankModelName ?? null,
       docsUrl,
       deployment: proxyMode ? 'proxy' : 'api',
       authenticated: !proxyMode && options.authenticate !== undefined,
       metrics: options.metrics !== undefined,
-      otherOperations: OTHER_OPERATIONS.map((o) => o.path),
+      otherOperations: [...OTHER_OPERATIONS.map((o) => o.path), ...(embedder.reranker ? [] : ['/v1/rerankings'])],
     });
+  };
   route('GET', '/openapi.json', async (c) => c.json(await openApi()));
   route('GET', '/docs', async (c) => c.html(renderDocsPage(await openApi(), '/docs/api-reference/errors')));
   route('GET', '/docs/api-reference/errors', (c) => c.html(renderErrorsPage()));

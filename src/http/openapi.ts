@@ -4,6 +4,8 @@ import { z } from 'zod';
 import {
   EmbeddingResponseSchema,
   InvocationRequestSchema,
+  RerankResponseSchema,
+  createRerankRequestSchema,
   PROBLEM_CATALOGUE,
   PROBLEM_CONTENT_TYPE,
   ProblemDocumentSchema,
@@ -14,6 +16,8 @@ import {
 
 export interface OpenApiOptions {
   readonly modelName: string;
+  /** The reranker served at POST /v1/rerankings, or null where the model carries none. */
+  readonly rerankModelName?: string | null;
   readonly docsUrl: string;
   readonly deployment: 'api' | 'proxy';
   readonly authenticated: boolean;
@@ -75,6 +79,24 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
         },
       },
     },
+    ...(options.rerankModelName
+      ? {
+          '/v1/rerankings': {
+            post: {
+              operationId: 'createRerankings',
+              summary: 'Rank texts by relevance to a query (embedding similarity and BM25 over the request, per chunk, calibrated to 0–1)',
+              tags: ['rerankings'],
+              ...(auth ? { security: [{ bearer: [] }] } : {}),
+              requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/RerankRequest' } } } },
+              responses: {
+                '200': { description: 'The texts by score, highest first, with their indices', content: { 'application/json': { schema: { $ref: '#/components/schemas/RerankResponse' } } } },
+                ...byStatus(['validation', ...authCodes, 'requestTooLarge', 'internal', 'unavailable']),
+                ...routing,
+              },
+            },
+          },
+        }
+      : {}),
     '/health': {
       get: {
         operationId: 'health',
@@ -135,6 +157,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
         EmbeddingResponse: schema(EmbeddingResponseSchema),
         Problem: schema(ProblemDocumentSchema),
         InvocationRequest: schema(InvocationRequestSchema, 'input'),
+        ...(options.rerankModelName
+          ? { RerankRequest: schema(createRerankRequestSchema(options.rerankModelName), 'input'), RerankResponse: schema(RerankResponseSchema) }
+          : {}),
       },
       responses: {
         NotFound: problemResponse(['notFound']),

@@ -2,9 +2,10 @@
 // and typed errors, computed in this page, worker or edge isolate by transformers.js on
 // onnxruntime-web (WebGPU or WASM). Every asset comes from URLs the application serves.
 import { env } from '@huggingface/transformers';
-import { buildEmbeddingResponse, textsOf, toProblemDocument, validateEmbeddingRequest, type EmbeddingResponse, type Problem } from '../contract/index.ts';
+import { buildEmbeddingResponse, textsOf, toProblemDocument, validateEmbeddingRequest, type EmbeddingResponse, type Problem, type RerankResponse } from '../contract/index.ts';
 import { makeAPIError } from '../client/errors.ts';
-import type { EmbeddingCreateParams } from '../client/index.ts';
+import type { EmbeddingCreateParams, RerankingCreateParams } from '../client/index.ts';
+import { answerRerankRequest } from '../embedder/rerank-request.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
 import { parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../embedder/transformers-backend.ts';
@@ -29,6 +30,8 @@ export interface LocalClientOptions {
 
 export interface LocalClient {
   readonly embeddings: { create(params: EmbeddingCreateParams): Promise<EmbeddingResponse> };
+  /** Reranking with the model folder's fit (a 404 APIError where its lexembed.json has none). */
+  readonly rerankings: { create(params: RerankingCreateParams): Promise<RerankResponse> };
   /** Where the model runs and why; resolves once the model is loaded. */
   readonly ready: Promise<DeviceChoice & { loadMs: number }>;
   dispose(): Promise<void>;
@@ -52,6 +55,14 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
         const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions });
         if (!result.ok) throw toError(result.problem, docsUrl);
         return buildEmbeddingResponse(result.value.vectors, result.value.inputTokens);
+      },
+    },
+    rerankings: {
+      async create(params) {
+        const { embedder } = await loading;
+        const result = await answerRerankRequest(embedder, params);
+        if (!result.ok) throw toError(result.problem, docsUrl);
+        return result.value;
       },
     },
     ready: loading.then(({ choice, loadMs }) => ({ ...choice, loadMs })),

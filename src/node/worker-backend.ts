@@ -52,6 +52,7 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
     name: `transformers.js (${ready.device === 'webgpu' ? `webgpu on ${ready.adapter}` : ready.device}, worker thread)`,
     deviceReason: ready.reason,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
+    decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     run(batch) {
       if (dead) return Promise.reject(dead);
       return new Promise((resolve, reject) => {

@@ -1,0 +1,155 @@
+// The reranking request and response (POST /v1/rerankings), in the shape the official SDKs of
+// the API this service follows send and expect: { model, query, texts, top_n, is_iql,
+// scoring_method, chunking_options } → { results: [{ index, score }], usage: { input_tokens } }.
+// The spec names the operation without a payload; these rules are lexembed's, with the same
+// problem catalogue, titles and detail style as embeddings.
+import { z } from 'zod';
+import { problem } from './problems.ts';
+import { formatIssues, type Result } from './request.ts';
+
+export const DEFAULT_RERANK_MODEL_NAME = 'legal-2-reranker';
+/** At most this many texts per request (a first stage's top 100 fits ten times over). */
+export const MAX_RERANK_TEXTS = 1000;
+export const SCORING_METHODS = ['auto', 'chunk_max', 'chunk_avg', 'chunk_min'] as const;
+export const RERANK_FIELDS = ['model', 'query', 'texts', 'top_n', 'is_iql', 'scoring_method', 'chunking_options'] as const;
+export const CHUNKING_FIELDS = ['size', 'overlap_ratio', 'overlap_tokens'] as const;
+
+export type ScoringMethod = (typeof SCORING_METHODS)[number];
+
+/** What the served reranker supports; the rules that depend on it read this. */
+export interface RerankCapabilities {
+  readonly rerankModelName: string;
+  /** The most content tokens one chunk may hold (the model's input less its special tokens). */
+  readonly maxChunkTokens: number;
+  /** The most tokens the query may have (prompt and special tokens included). */
+  readonly maxQueryTokens: number;
+}
+
+const required = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : what);
+const NON_BLANK = /[^\s\u0085]/u;
+const integer = (what: string, min: number) =>
+  z.number({ error: what }).refine(Number.isInteger, { error: what }).min(min, { error: what });
+
+const ChunkingOptionsSchema = z.strictObject(
+  {
+    size: integer('must be an integer of at least 1 (tokens), or null', 1).nullable().default(null)
+      .describe("Tokens of text per chunk, capped to what the model reads at once (special tokens aside); null: that cap."),
+    overlap_ratio: z
+      .number({ error: 'must be a number from 0 up to (not including) 1, or null' })
+      .min(0, { error: 'must be a number from 0 up to (not including) 1, or null' })
+      .lt(1, { error: 'must be a number from 0 up to (not including) 1, or null' })
+      .nullable()
+      .default(null)
+      .describe('Share of a chunk repeated at the start of the next one; null: 0.25.'),
+    overlap_tokens: integer('must be an integer of at least 0 (tokens), or null', 0).nullable().default(null)
+      .describe('Tokens repeated at the start of the next chunk; when given, it takes the place of overlap_ratio.'),
+  },
+  { error: 'must be an object with size, overlap_ratio and overlap_tokens, or null' },
+);
+
+export function createRerankRequestSchema(modelName: string = DEFAULT_RERANK_MODEL_NAME) {
+  return z.strictObject(
+    {
+      model: z.literal(modelName, { error: required(`must be "${modelName}"`) }).describe('The reranking model to use.'),
+      query: z
+        .string({ error: required('must be a string') })
+        .regex(NON_BLANK, { error: 'must contain at least one non-whitespace character' })
+        .describe('What the texts are ranked against.'),
+      texts: z
+        .array(z.string({ error: 'must be a string' }).regex(NON_BLANK, { error: 'must contain at least one non-whitespace character' }), {
+          error: required(`must be an array of 1 to ${MAX_RERANK_TEXTS} strings`),
+        })
+        .min(1, { error: 'must hold at least 1 text' })
+        .max(MAX_RERANK_TEXTS, { error: `must hold at most ${MAX_RERANK_TEXTS} texts` })
+        .describe(`The texts to rank: 1 to ${MAX_RERANK_TEXTS} strings, each with a non-whitespace character; long ones are split into chunks.`),
+      top_n: integer('must be an integer of at least 1, or null', 1).nullable().default(null)
+        .describe('Return only the n best texts; null: all of them.'),
+      is_iql: z
+        .literal(false, { error: 'must be false or absent: this deployment does not serve IQL (query language) queries' })
+        .default(false)
+        .describe('IQL queries are not served: only false.'),
+      scoring_method: z
+        .enum(SCORING_METHODS, { error: `must be one of ${SCORING_METHODS.map((m) => `"${m}"`).join(', ')}` })
+        .default('auto')
+        .describe("How a text's chunk scores combine: chunk_max (auto), chunk_avg or chunk_min."),
+      chunking_options: ChunkingOptionsSchema.nullable().default(null).describe('How long texts are split; null for the defaults.'),
+    },
+    { error: 'must be a JSON object' },
+  );
+}
+
+export const RerankRequestSchema = createRerankRequestSchema();
+export type RerankRequestInput = z.input<typeof RerankRequestSchema>;
+export type RerankRequest = z.output<typeof RerankRequestSchema>;
+
+export const RerankResultSchema = z.object({
+  index: z.number().int().min(0).describe('Position of the text in the request.'),
+  score: z.number().min(0).max(1).describe('Relevance to the query, from 0 to 1 (calibrated: higher is more relevant).'),
+});
+export const RerankResponseSchema = z.object({
+  results: z.array(RerankResultSchema).describe('The texts, most relevant first (ties: lower index first).'),
+  usage: z.object({
+    input_tokens: z.number().int().min(1).describe('Tokens input to the model: the query and every chunk, special tokens included.'),
+  }),
+});
+export type RerankResult = z.infer<typeof RerankResultSchema>;
+export type RerankResponse = z.infer<typeof RerankResponseSchema>;
+
+/** How texts are chunked, once the defaults are filled in. */
+export interface Chunking {
+  readonly size: number;
+  readonly overlap: number;
+}
+
+/** Chunk overlap when neither overlap field is given. */
+export const DEFAULT_OVERLAP_RATIO = 0.25;
+
+/** The chunk size (capped to what the model reads) and overlap a request asks for. */
+export function resolveChunking(options: RerankRequest['chunking_options'], caps: Pick<RerankCapabilities, 'maxChunkTokens'>): Result<Chunking> {
+  // A chunk cannot hold more than the model reads at once: larger sizes (the SDKs' examples send
+  // 512) are capped to that, as null is.
+  const size = Math.min(options?.size ?? caps.maxChunkTokens, caps.maxChunkTokens);
+  const overlap = options?.overlap_tokens ?? Math.floor(size * (options?.overlap_ratio ?? DEFAULT_OVERLAP_RATIO));
+  if (overlap >= size) {
+    return {
+      ok: false,
+      problem: problem('validation', `chunking_options.overlap_tokens ${overlap} must be less than the chunk size ${size}, or each chunk would repeat the last`),
+    };
+  }
+  return { ok: true, value: { size, overlap } };
+}
+
+/**
+ * Validates a decoded JSON body for the served reranker. The query's length is checked where
+ * the tokenizer is (the model's own count), with the limit in `caps.maxQueryTokens`.
+ */
+export function validateRerankRequest(body: unknown, caps: RerankCapabilities): Result<RerankRequest & { chunking: Chunking }> {
+  const parsed = schemaFor(caps.rerankModelName).safeParse(body);
+  if (!parsed.success) {
+    return { ok: false, problem: problem('validation', formatIssues(parsed.error.issues, { fields: { '': RERANK_FIELDS, chunking_options: CHUNKING_FIELDS } })) };
+  }
+  const chunking = resolveChunking(parsed.data.chunking_options, caps);
+  if (!chunking.ok) return chunking;
+  return { ok: true, value: { ...parsed.data, chunking: chunking.value } };
+}
+
+/** The problem for a query longer than the model reads. */
+export function queryTooLong(tokens: number, caps: Pick<RerankCapabilities, 'maxQueryTokens'>) {
+  return problem('validation', `query is ${tokens} tokens long, over the ${caps.maxQueryTokens} tokens the model reads; shorten it`);
+}
+
+const schemaCache = new Map<string, ReturnType<typeof createRerankRequestSchema>>();
+function schemaFor(modelName: string) {
+  let schema = schemaCache.get(modelName);
+  if (!schema) schemaCache.set(modelName, (schema = createRerankRequestSchema(modelName)));
+  return schema;
+}
+
+/**
+ * Orders texts by score (highest first; equal scores keep input order) and keeps the top n.
+ * @example rankResults([0.2, 0.9, 0.2], 2) // [{ index: 1, score: 0.9 }, { index: 0, score: 0.2 }]
+ */
+export function rankResults(scores: readonly number[], topN: number | null): RerankResult[] {
+  const ranked = scores.map((score, index) => ({ index, score })).sort((a, b) => b.score - a.score || a.index - b.index);
+  return topN === null ? ranked : ranked.slice(0, topN);
+}

@@ -1,0 +1,167 @@
+// Reranking as pure functions: token chunks with overlap, BM25 over the request's own chunks, the
+// calibrated combination with the embedding similarity, and chunk scores folded per text. The
+// embedder (embedder.ts) tokenises and embeds; the benchmark (bench/rerank.ts) runs these same
+// functions over cached vectors to fit and evaluate the weights.
+import type { Chunking, ScoringMethod } from '../contract/rerank.ts';
+
+/**
+ * The logistic fit a model folder carries (`lexembed.json` "reranking"): a chunk's score is
+ * σ(intercept + cosine·cos(query, chunk) + lexical·bm25(query, chunk) / bm25 ceiling).
+ */
+export interface RerankWeights {
+  readonly intercept: number;
+  readonly cosine: number;
+  readonly lexical: number;
+}
+
+/** BM25 parameters (the ones model/evaluate.py scores the first stage with). */
+export const BM25_K1 = 0.9;
+export const BM25_B = 0.4;
+
+/**
+ * Windows of `size` tokens, each starting `size - overlap` after the last; the last window ends
+ * at the text's end. A text of at most `size` tokens is one chunk.
+ * @example chunkTokens([1,2,3,4,5], { size: 3, overlap: 1 }) // [[1,2,3],[3,4,5]]
+ */
+export function chunkTokens<T>(tokens: readonly T[], chunking: Chunking): T[][] {
+  const { size, overlap } = chunking;
+  if (tokens.length <= size) return [tokens.slice()];
+  const step = size - overlap;
+  const chunks: T[][] = [];
+  for (let start = 0; ; start += step) {
+    if (start + size >= tokens.length) {
+      chunks.push(tokens.slice(Math.max(0, tokens.length - size)));
+      return chunks;
+    }
+    chunks.push(tokens.slice(start, start + size));
+  }
+}
+
+export interface Tokenizer {
+  encode(text: string): number[];
+  decode?(ids: readonly number[]): string;
+}
+
+export interface ChunkedTexts {
+  /** Token sequences for the model: the document prompt's head, a chunk, the closing token. */
+  readonly sequences: number[][];
+  /** Per text, its chunks as text (what BM25 reads). */
+  readonly chunkTexts: string[][];
+}
+
+/**
+ * Splits each text's content tokens (special tokens removed) into chunks and frames each chunk as
+ * the model reads a document. Returns the index of the first text with no readable token instead.
+ */
+export function chunkTexts(tokenizer: Tokenizer, texts: readonly string[], chunking: Chunking, documentPrompt: string): ChunkedTexts | { readonly unreadable: number } {
+  const framing = tokenizer.encode(documentPrompt);
+  const head = framing.slice(0, -1);
+  const tail = framing.slice(-1);
+  const decode = tokenizer.decode ?? ((ids: readonly number[]) => ids.join(' '));
+  const sequences: number[][] = [];
+  const chunked: string[][] = [];
+  for (const [index, text] of texts.entries()) {
+    const content = tokenizer.encode(text).slice(1, -1);
+    if (content.length === 0) return { unreadable: index };
+    const chunks = chunkTokens(content, chunking);
+    chunked.push(chunks.map((c) => decode(c)));
+    for (const c of chunks) sequences.push([...head, ...c, ...tail]);
+  }
+  return { sequences, chunkTexts: chunked };
+}
+
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/** Lower-cased words (letters and digits) of a text: BM25's terms. */
+export function terms(text: string): string[] {
+  return text.toLowerCase().match(WORD) ?? [];
+}
+
+/**
+ * BM25 of the query against each document, with document frequencies and lengths from these
+ * documents alone (the request's chunks), divided by the query's ceiling Σ idf·(k1+1): in [0, 1).
+ */
+export function bm25Normalized(query: readonly string[], documents: readonly (readonly string[])[]): number[] {
+  return bm25NormalizedCounts(query, documents.map(termCounts));
+}
+
+/** A document's term frequencies and length, for bm25NormalizedCounts. */
+export interface TermCounts {
+  readonly tf: ReadonlyMap<string, number>;
+  readonly length: number;
+}
+
+export function termCounts(doc: readonly string[]): TermCounts {
+  const tf = new Map<string, number>();
+  for (const t of doc) tf.set(t, (tf.get(t) ?? 0) + 1);
+  return { tf, length: doc.length };
+}
+
+/** bm25Normalized over documents already counted (the benchmark reuses counts across queries). */
+export function bm25NormalizedCounts(query: readonly string[], documents: readonly TermCounts[]): number[] {
+  const n = documents.length;
+  const average = documents.reduce((sum, doc) => sum + doc.length, 0) / Math.max(n, 1) || 1;
+  const distinct = [...new Set(query)];
+  const idf = distinct.map((t) => {
+    const df = documents.reduce((sum, doc) => sum + (doc.tf.has(t) ? 1 : 0), 0);
+    return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+  });
+  const ceiling = idf.reduce((sum, w) => sum + w * (BM25_K1 + 1), 0);
+  if (ceiling === 0) return documents.map(() => 0);
+  return documents.map((doc) => {
+    const norm = BM25_K1 * (1 - BM25_B + (BM25_B * doc.length) / average);
+    let score = 0;
+    distinct.forEach((t, i) => {
+      const f = doc.tf.get(t);
+      if (f) score += (idf[i]! * f * (BM25_K1 + 1)) / (f + norm);
+    });
+    return score / ceiling;
+  });
+}
+
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    na += a[i]! * a[i]!;
+    nb += b[i]! * b[i]!;
+  }
+  return na && nb ? dot / Math.sqrt(na * nb) : 0;
+}
+
+/** The calibrated chunk score in [0, 1]: monotonic in both the similarity and the BM25 share. */
+export function chunkScore(weights: RerankWeights, similarity: number, lexical: number): number {
+  return 1 / (1 + Math.exp(-(weights.intercept + weights.cosine * similarity + weights.lexical * lexical)));
+}
+
+/** A text's score from its chunks' scores (`auto` is `chunk_max`). */
+export function combineChunkScores(method: ScoringMethod, scores: readonly number[]): number {
+  switch (method) {
+    case 'auto':
+    case 'chunk_max':
+      return Math.max(...scores);
+    case 'chunk_min':
+      return Math.min(...scores);
+    case 'chunk_avg':
+      return scores.reduce((a, b) => a + b, 0) / scores.length;
+  }
+}
+
+/**
+ * Scores each text: `chunkTexts[i]` are text i's chunks (as text, for BM25), `chunkSimilarity[i]`
+ * their cosine to the query. BM25 statistics come from all chunks of the request.
+ */
+export function scoreTexts(
+  weights: RerankWeights,
+  method: ScoringMethod,
+  queryText: string,
+  chunkTexts: readonly (readonly string[])[],
+  chunkSimilarity: readonly (readonly number[])[],
+): number[] {
+  const flat = chunkTexts.flatMap((chunks) => chunks.map(terms));
+  const lexical = bm25Normalized(terms(queryText), flat);
+  let k = 0;
+  return chunkTexts.map((chunks, i) => combineChunkScores(method, chunks.map((_, j) => chunkScore(weights, chunkSimilarity[i]![j]!, lexical[k++]!))));
+}
