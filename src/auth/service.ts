@@ -23,7 +23,7 @@ export async function createKey(store: KeyStore, options: CreateKeyOptions): Pro
     created: now.toISOString(),
     expires: options.expiresInMs ? new Date(now.getTime() + options.expiresInMs).toISOString() : null,
     revoked: null,
-    resources: [...(options.resources ?? ['embeddings'])],
+    resources: [...(options.resources ?? ['embeddings', 'rerankings'])],
   };
   if (!(await store.getAccount(options.account))) await store.putAccount(newAccount(options.account));
   await store.insertKey(record);

@@ -8,7 +8,7 @@ import { openKeyStore, STORE_OPTIONS, StoreConfigSchema } from './store-options.
 const CREATE_OPTIONS = {
   account: { help: 'account id the key belongs to (created, active/verified/subscribed, if new)' },
   expires: { default: '', help: 'lifetime, e.g. 30d, 12h, 2w (default: never expires)' },
-  resources: { default: 'embeddings', help: `comma-separated resources the key may use (${RESOURCES.join(', ')})` },
+  resources: { default: 'embeddings,rerankings', help: `comma-separated resources the key may use (${RESOURCES.join(', ')}); the default is what lexembed serves` },
   ...STORE_OPTIONS,
 };
 const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).optional().transform((v) => (v === undefined ? undefined : v === 'true'));
@@ -21,7 +21,7 @@ const ACCOUNT_OPTIONS = {
 };
 
 export const KEYS_USAGE = `Usage:
-  lexembed keys create --account <id> [--expires <duration>] [--resources embeddings]
+  lexembed keys create --account <id> [--expires <duration>] [--resources embeddings,rerankings]
   lexembed keys list
   lexembed keys revoke <key-id>
 

@@ -46,7 +46,7 @@ describe('API keys over HTTP with the file store', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'lexembed-auth-'));
     for (const [name, account, ...extra] of [
       ['good', 'good'], ['overdue', 'overdue'], ['unsubscribed', 'unsubscribed'], ['inactive', 'inactive'],
-      ['unverified', 'unverified'], ['rerank', 'good', '--resources', 'rerankings'], ['revoked', 'good'],
+      ['unverified', 'unverified'], ['rerank', 'good', '--resources', 'rerankings'], ['embedOnly', 'good', '--resources', 'embeddings'], ['revoked', 'good'],
     ]) {
       ({ key: keys[name], id: ids[name] } = await newKey(account, ...extra));
     }
@@ -80,14 +80,18 @@ describe('API keys over HTTP with the file store', () => {
     await expectStatus(await post(server.url, `Bearer ${unknown}`), 401, 'Incorrect API key error');
   });
 
-  it('the operations this deployment does not serve authenticate first (401 per resource), then answer 404', async () => {
-    const call = (authorization?: string) =>
-      fetch(`${server.url}/v1/rerankings`, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: '{}' });
-    await expectStatus(await call(), 401, 'Incorrect API key error');
-    await expectStatus(await call(`Bearer ${keys.good}`), 401, 'Unauthorized API key error');
-    const served = await call(`Bearer ${keys.rerank}`);
-    expect((await served.clone().json()).detail).toMatch(/this deployment does not serve it/);
-    await expectStatus(served, 404, 'Not found error');
+  it('rerankings and the operations not served authenticate per resource (401); an authorised reranking is then validated', async () => {
+    const call = (path: string, authorization?: string) =>
+      fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: '{}' });
+    await expectStatus(await call('/v1/rerankings'), 401, 'Incorrect API key error');
+    await expectStatus(await call('/v1/rerankings', `Bearer ${keys.embedOnly}`), 401, 'Unauthorized API key error');
+    // A key made with the defaults may use every served resource: embeddings and rerankings.
+    expect((await call('/v1/rerankings', `Bearer ${keys.good}`)).status).toBe(400);
+    const served = await call('/v1/rerankings', `Bearer ${keys.rerank}`);
+    expect((await served.clone().json()).detail).toMatch(/model is required/);
+    await expectStatus(served, 400, 'Validation error');
+    await expectStatus(await call('/v1/enrichments'), 401, 'Incorrect API key error');
+    await expectStatus(await call('/v1/enrichments', `Bearer ${keys.rerank}`), 401, 'Unauthorized API key error');
   });
 
   it('401s carry WWW-Authenticate: Bearer, with error="invalid_token" when a key was sent', async () => {

@@ -1,8 +1,8 @@
 // The built demo in a real Chromium, offline: the model loads from the app's own files, the
 // fixed query ranks the expected passage first, on WASM and on WebGPU (software adapter).
 import { expect, test, type Page } from '@playwright/test';
-import { create, offline, searchAndCheck } from './helpers.ts';
-import { cosine, nodeVectors, PARITY_TEXTS } from './parity.ts';
+import { create, offline, rerank, searchAndCheck } from './helpers.ts';
+import { cosine, nodeRerank, nodeVectors, PARITY_TEXTS } from './parity.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,6 +47,22 @@ test('the in-page client gives the Node server\'s vectors and the same typed err
   expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, title: 'Validation error', detail: 'texts[1] must contain at least one non-whitespace character', errorType: '/docs/api-reference/errors#400-validation-error' });
   const dims = await create(page, { model: 'legal-2-embedder', texts: 'x', dimensions: 641 }); // one above the model's 640
   expect(dims).toMatchObject({ name: 'BadRequestError', title: 'Unsupported embedding dimension error' });
+});
+
+test('the in-page client reranks with the Node server\'s scores, and refuses what the server refuses', async ({ page }) => {
+  await offline(page);
+  await page.goto('/?device=wasm');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  const params = { model: 'legal-2-reranker', query: 'Return of a security deposit', texts: PARITY_TEXTS, top_n: 3 };
+  const local = await rerank(page, params);
+  expect(local.type, JSON.stringify(local)).toBe('created');
+  const expected = await nodeRerank(params.query, PARITY_TEXTS);
+  expect(local.response.usage.input_tokens).toBe(expected.inputTokens);
+  const order = expected.scores.map((score, index) => ({ index, score })).sort((a, b) => b.score - a.score || a.index - b.index).slice(0, 3);
+  expect(local.response.results.map((r: { index: number }) => r.index)).toEqual(order.map((r) => r.index));
+  local.response.results.forEach((r: { index: number; score: number }) => expect(r.score).toBeCloseTo(expected.scores[r.index]!, 3));
+  const bad = await rerank(page, { ...params, is_iql: true });
+  expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, title: 'Validation error' });
 });
 
 test('the switch points the page at a lexembed server (CORS, API key)', async ({ page }) => {

@@ -36,3 +36,8 @@ export async function searchAndCheck(page: Page, name: string) {
 export function create(page: Page, params: unknown): Promise<any> {
   return page.evaluate((p) => (window as any).lexembed.create(p), params);
 }
+
+/** Sends a reranking request through the page's client (in the model worker). */
+export function rerank(page: Page, params: unknown): Promise<any> {
+  return page.evaluate((p) => (window as any).lexembed.rerank(p), params);
+}

@@ -1,5 +1,6 @@
 // Vectors from the Node server's embedder for the browser parity checks.
 import { loadModelFolder, BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { DEFAULT_OVERLAP_RATIO } from '../../src/contract/index.ts';
 
 export const PARITY_TEXTS = [
   'The Lessee shall indemnify and hold harmless the Lessor from all claims.',
@@ -20,3 +21,16 @@ export async function nodeVectors(texts: string[], dimensions: number | null = n
 }
 
 export const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0) / Math.sqrt(a.reduce((s, x) => s + x * x, 0) * b.reduce((s, x) => s + x * x, 0));
+
+/** Reranking scores from the Node server's embedder (default chunking), in input order. */
+export async function nodeRerank(query: string, texts: string[]): Promise<{ scores: number[]; inputTokens: number }> {
+  const embedder = await loadModelFolder(BUNDLED_MODEL_DIR, { inference: 'main' });
+  try {
+    const size = embedder.reranker!.maxChunkTokens;
+    const r = await embedder.rerank!({ query, texts, chunking: { size, overlap: Math.floor(size * DEFAULT_OVERLAP_RATIO) }, method: 'auto' });
+    if (!r.ok) throw new Error(r.problem.detail ?? '');
+    return r.value;
+  } finally {
+    await embedder.dispose();
+  }
+}

@@ -6,16 +6,19 @@ import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryKeyStore } from '../../src/auth/memory-store.ts';
 import { createKey } from '../../src/auth/service.ts';
+import { DEFAULT_OVERLAP_RATIO } from '../../src/contract/index.ts';
 import { STATIC_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../../src/node/load-model.ts';
 
 const DIST = join(PROJECT_ROOT, 'edge', 'dist');
 let mf: Miniflare;
 let key: string;
+let rerankKey: string;
 
 beforeAll(async () => {
   await import(join(PROJECT_ROOT, 'edge', 'build.mjs'));
   const store = createMemoryKeyStore();
-  ({ key } = await createKey(store, { account: 'edge' }));
+  ({ key } = await createKey(store, { account: 'edge', resources: ['embeddings'] }));
+  ({ key: rerankKey } = await createKey(store, { account: 'edge' })); // the defaults: embeddings and rerankings
   const injected = JSON.stringify({ keys: await store.listKeys(), accounts: await store.listAccounts() });
   mf = new Miniflare({
     modules: [
@@ -64,6 +67,22 @@ describe('edge worker in workerd', () => {
       const cos = e.embedding.reduce((s, x, k) => s + x * r.value.vectors[i][k], 0);
       expect(cos).toBeGreaterThanOrEqual(0.999);
     });
+  }, 120_000);
+
+  it('reranks with the static model\'s fit, with the scores the Node server gives', async () => {
+    const body = { model: 'legal-2-reranker', query: 'Return of the security deposit', texts: ['Overtime pay for hours beyond forty in a workweek', 'Security deposit returned within 45 days'] };
+    const unauthorised = await mf.dispatchFetch('http://edge.local/v1/rerankings', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    expect(unauthorised.status).toBe(401);
+    const res = await mf.dispatchFetch('http://edge.local/v1/rerankings', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${rerankKey}` }, body: JSON.stringify(body) });
+    const edge = (await res.json()) as { results: { index: number; score: number }[]; usage: { input_tokens: number } };
+    expect(res.status, JSON.stringify(edge)).toBe(200);
+    const node = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
+    const r = await node.rerank!({ query: body.query, texts: body.texts, chunking: { size: node.reranker!.maxChunkTokens, overlap: Math.floor(node.reranker!.maxChunkTokens * DEFAULT_OVERLAP_RATIO) }, method: 'auto' });
+    await node.dispose();
+    if (!r.ok) throw new Error('node rerank failed');
+    expect(edge.results.map((x) => x.index)).toEqual([1, 0]);
+    expect(edge.usage.input_tokens).toBe(r.value.inputTokens);
+    for (const x of edge.results) expect(x.score).toBeCloseTo(r.value.scores[x.index]!, 4);
   }, 120_000);
 
   it('answers a validation error as a problem', async () => {

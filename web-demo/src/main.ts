@@ -106,6 +106,12 @@ $('apply').addEventListener('click', () => start(currentMode()));
       waiting.set(id, (m) => resolve(m));
       post({ type: 'create', id, params });
     }),
+  rerank: (params: unknown) =>
+    new Promise((resolve) => {
+      const id = nextId++;
+      waiting.set(id, (m) => resolve(m));
+      post({ type: 'rerank', id, params });
+    }),
 };
 
 // ?device=wasm|webgpu|auto picks the in-page backend at load (used by the browser tests).

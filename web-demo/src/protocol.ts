@@ -5,7 +5,9 @@ export type ToWorker =
   | { type: 'init'; mode: Mode }
   | { type: 'embed'; id: number; texts: string[]; task: 'retrieval/query' | 'retrieval/document' }
   /** Any request, as an application would send it (used by the browser tests). */
-  | { type: 'create'; id: number; params: unknown };
+  | { type: 'create'; id: number; params: unknown }
+  /** A reranking request through the same client (used by the browser tests). */
+  | { type: 'rerank'; id: number; params: unknown };
 
 export type FromWorker =
   | { type: 'progress'; fraction: number; file: string }

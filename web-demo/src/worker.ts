@@ -8,7 +8,10 @@ import type { FromWorker, ToWorker } from './protocol.ts';
 import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
 
-type Creator = { embeddings: { create(params: Parameters<Lexembed['embeddings']['create']>[0]): Promise<Awaited<ReturnType<Lexembed['embeddings']['create']>>> } };
+type Creator = {
+  embeddings: { create(params: Parameters<Lexembed['embeddings']['create']>[0]): Promise<Awaited<ReturnType<Lexembed['embeddings']['create']>>> };
+  rerankings: { create(params: Parameters<Lexembed['rerankings']['create']>[0]): Promise<Awaited<ReturnType<Lexembed['rerankings']['create']>>> };
+};
 let client: Creator | undefined;
 const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
 
@@ -41,6 +44,10 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
   if (!client) return post({ type: 'error', id: message.id, message: 'the model is not loaded yet' });
   const started = performance.now();
   try {
+    if (message.type === 'rerank') {
+      const response = await client.rerankings.create(message.params as Parameters<Lexembed['rerankings']['create']>[0]);
+      return post({ type: 'created', id: message.id, response });
+    }
     if (message.type === 'create') {
       const response = await client.embeddings.create(message.params as Parameters<Lexembed['embeddings']['create']>[0]);
       return post({ type: 'created', id: message.id, response });
