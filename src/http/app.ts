@@ -4,6 +4,7 @@ import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import {
   buildEmbeddingResponse,
+  DEFAULT_MODEL_NAME,
   HOP_BY_HOP_HEADERS,
   problem,
   validateInvocationRequest,
@@ -97,6 +98,12 @@ export function createApp(options: AppOptions): Hono<Env> {
     },
   );
   embedderPromise.catch(() => {});
+  /** The model, or a 503 saying it failed to load (a permanent state: the log says why). */
+  const model = (): Promise<{ ok: true; value: Embedder } | { ok: false; problem: Problem }> =>
+    embedderPromise.then(
+      (value) => ({ ok: true, value }),
+      () => ({ ok: false, problem: problem('unavailable', 'the model failed to load, so this server cannot answer; the server log says why (fix the model folder, then restart)') }),
+    );
   const fail = (c: Context<Env>, p: Problem) => problemResponse(p, docsUrlOf(c));
   const refusal = (c: Context<Env>, resource: Resource) => authenticate({ authorization: c.req.header('authorization') ?? null, resource });
   const routes = new Map<string, string[]>();
@@ -139,7 +146,9 @@ export function createApp(options: AppOptions): Hono<Env> {
     if (refused) return fail(c, refused);
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
     if (!body.ok) return fail(c, body.problem);
-    const embedder = await embedderPromise;
+    const loadedModel = await model();
+    if (!loadedModel.ok) return fail(c, loadedModel.problem);
+    const embedder = loadedModel.value;
     const request = validateEmbeddingRequest(body.value, embedder);
     if (!request.ok) return fail(c, request.problem);
     const { task, overflow_strategy, dimensions } = request.value;
@@ -152,7 +161,9 @@ export function createApp(options: AppOptions): Hono<Env> {
   route('POST', '/v1/rerankings', async (c) => {
     const refused = await refusal(c, 'rerankings');
     if (refused) return fail(c, refused);
-    const embedder = await embedderPromise;
+    const loadedModel = await model();
+    if (!loadedModel.ok) return fail(c, loadedModel.problem);
+    const embedder = loadedModel.value;
     // Without a reranker the route is not served: say so before reading the body.
     if (!embedder.reranker) return fail(c, rerankNotServed(embedder));
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
@@ -209,15 +220,15 @@ export function createApp(options: AppOptions): Hono<Env> {
   }
 
   const openApi = async () => {
-    const embedder = await embedderPromise;
+    const embedder = await embedderPromise.catch(() => undefined); // a failed model still has its document
     return buildOpenApiDocument({
-      modelName: embedder.modelName,
-      rerankModelName: embedder.reranker?.rerankModelName ?? null,
+      modelName: embedder?.modelName ?? DEFAULT_MODEL_NAME,
+      rerankModelName: embedder?.reranker?.rerankModelName ?? null,
       docsUrl,
       deployment: proxyMode ? 'proxy' : 'api',
       authenticated: !proxyMode && options.authenticate !== undefined,
       metrics: options.metrics !== undefined,
-      otherOperations: [...OTHER_OPERATIONS.map((o) => o.path), ...(embedder.reranker ? [] : ['/v1/rerankings'])],
+      otherOperations: [...OTHER_OPERATIONS.map((o) => o.path), ...(embedder?.reranker ? [] : ['/v1/rerankings'])],
     });
   };
   route('GET', '/openapi.json', async (c) => c.json(await openApi()));

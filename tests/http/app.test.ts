@@ -166,7 +166,20 @@ describe('health and model loading', () => {
     expect((await pending).status).toBe(200);
     expect(await (await app.request('/health')).json()).toMatchObject({ status: 'ok', model: MODEL });
   });
+  it('a model that failed to load: 503 with a detail saying so on every model route, not a 500; the docs still answer', async () => {
+    const seen: unknown[] = [];
+    const app = createApp({ embedder: Promise.reject(new Error('onnx/model.onnx: no such file')), onUnexpectedError: (e) => seen.push(e) });
+    for (const path of ['/v1/embeddings', '/v1/rerankings']) {
+      const res = await app.request(path, json({ model: MODEL, texts: 'a' }));
+      expect((await res.clone().json()).detail).toMatch(/the model failed to load/);
+      await expectProblem(res, 503, 'Service unavailable error', '503-service-unavailable');
+    }
+    expect(await (await app.request('/health')).json()).toMatchObject({ status: 503, detail: expect.stringMatching(/failed to load/) });
+    expect((await app.request('/openapi.json')).status).toBe(200);
+    expect(seen).toEqual([]);
+  });
 });
+
 
 describe('POST /v1/embeddings on the real test model', () => {
   let embedder: Embedder;

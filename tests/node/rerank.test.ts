@@ -108,10 +108,13 @@ describe('POST /v1/rerankings on lexembed serve', () => {
     expect((error as BadRequestError).status).toBe(400);
   });
 
-  it('is in the OpenAPI document with its schemas', async () => {
+  it('is in the OpenAPI document with its schemas, and on the docs page', async () => {
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, { post?: { operationId: string } }>; components: { schemas: Record<string, unknown> } };
     expect(doc.paths['/v1/rerankings']?.post?.operationId).toBe('createRerankings');
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['RerankRequest', 'RerankResponse']));
+    const page = await (await fetch(`${server.url}/docs`)).text();
+    expect(page).toContain('/v1/rerankings');
+    expect(page).toContain('scoring_method');
   });
 });
 

@@ -85,6 +85,22 @@ describe('metrics and logs', () => {
     expect(text).toMatch(/lexembed_process_resident_memory_bytes [1-9]/);
   });
 
+  it('counts reranking tokens in its log record and in the token total', async () => {
+    const tokensTotal = async () => Number(/lexembed_tokens_embedded_total (\d+)/.exec(await (await fetch(`${server.url}/metrics`)).text())![1]);
+    const before = await tokensTotal();
+    const res = await fetch(`${server.url}/v1/rerankings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-request-id': 'rerank-log-1' },
+      body: JSON.stringify({ model: 'legal-2-reranker', query: 'Term of the lease', texts: ['The term of the lease is one year.', 'Overtime pay'] }),
+    });
+    expect(res.status).toBe(200);
+    const { usage } = await res.json();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(logRecords().find((r) => r.request_id === 'rerank-log-1')).toMatchObject({ route: '/v1/rerankings', status: 200, input_tokens: usage.input_tokens });
+    expect((await tokensTotal()) - before).toBe(usage.input_tokens);
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/lexembed_http_requests_total\{route="\/v1\/rerankings",method="POST",status="200"\} 1/);
+  });
+
   it('labels unknown routes as unmatched rather than by raw path', async () => {
     await fetch(`${server.url}/v1/some/${'x'.repeat(20)}`);
     const text = await (await fetch(`${server.url}/metrics`)).text();
