@@ -1,6 +1,7 @@
 // The `lexembed` command line: dispatches to serve, keys and accounts. Each command's module is
 // imported when it runs, so `--help` and `keys` do not load the model runtime (start-up time).
 import { UsageError } from './options.ts';
+import { messageOf } from '../util/message-of.ts';
 
 const USAGE = `lexembed — self-hosted legal embedding API
 
@@ -36,7 +37,7 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) return (err(error.message), 2);
-    err(`lexembed ${command}: ${(error as Error).message}`);
+    err(`lexembed ${command}: ${messageOf(error)}`);
     return 1;
   }
 }

@@ -2,6 +2,7 @@
 // an environment variable and a default; values go through one zod schema per command.
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
+import { messageOf } from '../util/message-of.ts';
 
 export interface OptionSpec {
   readonly env?: string;
@@ -44,7 +45,7 @@ export function parseOptions<S extends z.ZodType>(
       strict: true,
     });
   } catch (error) {
-    throw new UsageError(`${command}: ${(error as Error).message}; run ${command} --help`);
+    throw new UsageError(`${command}: ${messageOf(error)}; run ${command} --help`);
   }
   const raw: Record<string, unknown> = {};
   for (const [name, o] of Object.entries(specs)) {

@@ -1,6 +1,7 @@
 // Transport of the lexembed client: fetch with a timeout, retries with exponential backoff and
 // jitter, honouring retry-after-ms, retry-after and x-should-retry. Zero runtime dependencies.
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, LexembedError, makeAPIError } from './errors.ts';
+import { messageOf } from '../util/message-of.ts';
 
 export interface ClientOptions {
   /** Defaults to the LEXEMBED_API_KEY environment variable where one exists. */
@@ -95,7 +96,7 @@ export class Transport {
           continue;
         }
         if (error instanceof APIConnectionTimeoutError) throw error;
-        throw new APIConnectionError(`Connection error: ${(error as Error).message}`, { cause: error });
+        throw new APIConnectionError(`Connection error: ${messageOf(error)}`, { cause: error });
       }
       if (response.ok) return { data: (await response.json()) as T, response };
       if (retriesLeft > 0 && shouldRetry(response)) {

@@ -1,6 +1,7 @@
 // Reads a JSON request body under a byte limit, streaming: an oversized body is refused
 // from its Content-Length, or as soon as the bytes read pass the limit, never buffered whole.
 import { problem, type Result } from '../contract/index.ts';
+import { messageOf } from '../util/message-of.ts';
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
@@ -41,7 +42,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
-    return fail('validation', `the request body is not valid JSON (${(error as Error).message})`);
+    return fail('validation', `the request body is not valid JSON (${messageOf(error)})`);
   }
 }
 

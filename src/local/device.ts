@@ -1,5 +1,6 @@
 // Chooses where the in-browser model runs: WebGPU when a real (non-fallback) adapter exists,
 // else WASM; says why. Detected once per call, from the runtime's navigator only.
+import { messageOf } from '../util/message-of.ts';
 
 export type LocalDevice = 'auto' | 'webgpu' | 'wasm';
 export interface DeviceChoice {
@@ -22,8 +23,8 @@ export async function chooseDevice(requested: LocalDevice, allowFallbackAdapter 
   try {
     adapter = await gpu.requestAdapter();
   } catch (error) {
-    if (requested === 'webgpu') throw new Error(`WebGPU was requested but requestAdapter() failed: ${(error as Error).message}`);
-    return { device: 'wasm', reason: `WebGPU adapter request failed (${(error as Error).message})` };
+    if (requested === 'webgpu') throw new Error(`WebGPU was requested but requestAdapter() failed: ${messageOf(error)}`);
+    return { device: 'wasm', reason: `WebGPU adapter request failed (${messageOf(error)})` };
   }
   if (!adapter) {
     if (requested === 'webgpu') throw new Error('WebGPU was requested but no adapter is available (in Chromium, check chrome://gpu or --enable-unsafe-webgpu)');

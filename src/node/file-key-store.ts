@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from '../auth/records.ts';
 import type { KeyStore } from '../auth/store.ts';
+import { messageOf } from '../util/message-of.ts';
 
 export const KEYS_FILE = 'keys.json';
 const LOCK_STALE_MS = 10_000;
@@ -35,7 +36,7 @@ export function createFileKeyStore(dataDir: string): KeyStore {
     try {
       parsed = FileSchema.parse(JSON.parse(raw));
     } catch (error) {
-      throw new Error(`the key store ${file} is corrupt (${(error as Error).message.slice(0, 200)}); restore it from a backup`);
+      throw new Error(`the key store ${file} is corrupt (${messageOf(error).slice(0, 200)}); restore it from a backup`);
     }
     cache = { stamp, contents: parsed };
     return parsed;

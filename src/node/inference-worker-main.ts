@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
 import { decideDevice, installOrtWebGPU, openWebGPU, ortWebGPUDevice, type WebGPUHandle } from './webgpu.ts';
+import { messageOf } from '../util/message-of.ts';
 
 type Request = { type: 'run'; id: number; batch: number[][] } | { type: 'dispose' } | { type: 'gc'; id: number };
 
@@ -42,10 +43,10 @@ try {
       const vectors = await backend.run(message.batch);
       port.postMessage({ type: 'result', id: message.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer));
     } catch (error) {
-      port.postMessage({ type: 'error', id: message.id, message: (error as Error).message });
+      port.postMessage({ type: 'error', id: message.id, message: messageOf(error) });
     }
   });
 } catch (error) {
   gpu?.release();
-  port.postMessage({ type: 'failed', message: (error as Error).message });
+  port.postMessage({ type: 'failed', message: messageOf(error) });
 }

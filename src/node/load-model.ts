@@ -10,6 +10,7 @@ import { createTransformersBackend } from '../embedder/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
 import type { ServerDevice } from './webgpu.ts';
+import { messageOf } from '../util/message-of.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /**
@@ -58,7 +59,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   try {
     raw = JSON.parse(readFileSync(settingsPath, 'utf8'));
   } catch (error) {
-    throw new Error(`${settingsPath} is not valid JSON: ${(error as Error).message}`);
+    throw new Error(`${settingsPath} is not valid JSON: ${messageOf(error)}`);
   }
   const settings = parseModelSettings(raw, settingsPath);
   if (options.modelName) settings.name = options.modelName;

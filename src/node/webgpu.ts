@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
+import { messageOf } from '../util/message-of.ts';
 
 export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;
 export type ServerDevice = (typeof SERVER_DEVICES)[number];
@@ -63,7 +64,7 @@ export async function openWebGPU(adapterName = ''): Promise<WebGPUHandle> {
   try {
     webgpu = (await import('webgpu')) as unknown as typeof webgpu;
   } catch (error) {
-    return { adapters: [], errors: [`the "webgpu" package could not be loaded (${(error as Error).message.split('\n')[0]})`], release() {} };
+    return { adapters: [], errors: [`the "webgpu" package could not be loaded (${messageOf(error).split('\n')[0]})`], release() {} };
   }
   // Node 20 has no GPUBuffer, GPUQueue… globals and no navigator: onnxruntime-web expects both.
   Object.assign(globalThis, webgpu.globals);
@@ -83,7 +84,7 @@ export async function openWebGPU(adapterName = ''): Promise<WebGPUHandle> {
       const report = describeAdapter(adapter);
       if (!adapters.some((a) => a.name === report.name)) adapters.push(report);
     } catch (error) {
-      const message = (error as Error).message.trim().replace(/\s*\n\s*/g, ' ');
+      const message = messageOf(error).trim().replace(/\s*\n\s*/g, ' ');
       if (!errors.includes(message)) errors.push(message);
     }
   }

@@ -2,6 +2,7 @@
 // them for each query with scores, timings and a similarity heat map.
 import { PASSAGES } from './passages.ts';
 import type { FromWorker, Mode, ToWorker } from './protocol.ts';
+import { messageOf } from '../../src/util/message-of.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 let worker: Worker;
@@ -94,7 +95,7 @@ function currentMode(): Mode {
 $('query-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const query = ($('query') as HTMLInputElement).value.trim();
-  if (query) void search(query).catch((error) => setStatus(`Search failed: ${(error as Error).message}`));
+  if (query) void search(query).catch((error) => setStatus(`Search failed: ${messageOf(error)}`));
 });
 $('apply').addEventListener('click', () => start(currentMode()));
 

@@ -7,6 +7,7 @@ import type { FromWorker, ToWorker } from './protocol.ts';
 // own reference to the .wasm resolves to the same file).
 import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+import { messageOf } from '../../src/util/message-of.ts';
 
 type Creator = {
   embeddings: { create(params: Parameters<Lexembed['embeddings']['create']>[0]): Promise<Awaited<ReturnType<Lexembed['embeddings']['create']>>> };
@@ -37,7 +38,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
         post({ type: 'ready', backend: 'server', reason: `lexembed server at ${message.mode.baseURL}`, loadMs: performance.now() - started });
       }
     } catch (error) {
-      post({ type: 'failed', message: (error as Error).message });
+      post({ type: 'failed', message: messageOf(error) });
     }
     return;
   }
