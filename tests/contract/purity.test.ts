@@ -15,14 +15,21 @@ it('src/contract imports only zod and sibling modules', () => {
   }
 });
 
-it('src/client has no runtime dependencies: only its own modules, and types from the contract', () => {
+it('src/client has no runtime dependencies: only its own modules, dependency-free src/util helpers, and types from the contract', () => {
   const clientDir = join(import.meta.dirname, '../../src/client');
   for (const file of readdirSync(clientDir).filter((f) => f.endsWith('.ts'))) {
     const source = readFileSync(join(clientDir, file), 'utf8');
     for (const m of source.matchAll(/^(import|export)\s+(type\s+)?[^'"]*from\s+['"]([^'"]+)['"]/gm)) {
       const [, , typeOnly, specifier] = m;
-      const ok = /^\.\/[\w-]+\.ts$/.test(specifier) || (typeOnly && specifier.startsWith('../contract/'));
+      const ok = /^\.\/[\w-]+\.ts$/.test(specifier) || (typeOnly && specifier.startsWith('../contract/')) || /^\.\.\/util\/[\w-]+\.ts$/.test(specifier);
       expect(ok, `${file}: ${m[0]}`).toBeTruthy();
     }
+  }
+});
+
+it('src/util imports nothing: its helpers are safe for every entry, the client included', () => {
+  const utilDir = join(import.meta.dirname, '../../src/util');
+  for (const file of readdirSync(utilDir).filter((f) => f.endsWith('.ts'))) {
+    expect(readFileSync(join(utilDir, file), 'utf8'), file).not.toMatch(/^\s*(import|export)\s[^;]*from\s/m);
   }
 });
