@@ -1,5 +1,6 @@
 // Key and account records as zod schemas (the stores persist exactly these shapes).
 import { z } from 'zod';
+import type { Problem } from '../contract/problems.ts';
 
 /** The API's operations a key can be allowed to use (spec section 1). */
 export const RESOURCES = ['embeddings', 'enrichments', 'rerankings', 'extractions', 'classifications'] as const;
@@ -38,3 +39,6 @@ export function keyState(record: KeyRecord, now: Date): KeyState {
   if (record.expires && Date.parse(record.expires) <= now.getTime()) return 'expired';
   return 'active';
 }
+
+/** The authentication seam the HTTP app calls: return a problem to refuse, null to allow. */
+export type Authenticate = (request: { authorization: string | null; resource: Resource }) => Problem | null | Promise<Problem | null>;

@@ -1,5 +1,5 @@
 // Key management over a KeyStore, and the authenticator the HTTP app plugs in.
-import type { Authenticate } from '../http/app.ts';
+import type { Authenticate } from './records.ts';
 import { decideAccess, presentedKey } from './decide.ts';
 import { generateApiKey, generateId, hashApiKey } from './key-format.ts';
 import { newAccount, type Account, type AccountPatch, type KeyRecord, type Resource } from './records.ts';

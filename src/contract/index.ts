@@ -1,5 +1,6 @@
 // The pure API contract: schemas, validation and the problem catalogue. Imports only zod.
 export * from './problems.ts';
+export * from './result.ts';
 export * from './request.ts';
 export * from './response.ts';
 export * from './vectors.ts';

@@ -2,7 +2,8 @@
 // {path, method, headers, data} and answers exactly what the named route answers.
 import { z } from 'zod';
 import { problem } from './problems.ts';
-import { formatIssues, type Result } from './request.ts';
+import { formatIssues } from './request.ts';
+import type { Result } from './result.ts';
 
 export const INVOCATION_FIELDS = ['path', 'method', 'headers', 'data'] as const;
 /** Methods an invocation may carry (fetch refuses CONNECT, TRACE and TRACK). */

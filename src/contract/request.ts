@@ -1,7 +1,8 @@
 // The embedding request of spec 2.1 with every rule of sections 2.1 and 8, as a zod schema
 // plus one pure validation function that returns the parsed request or a problem.
 import { z } from 'zod';
-import { problem, type Problem } from './problems.ts';
+import { problem } from './problems.ts';
+import type { Result } from './result.ts';
 
 export const DEFAULT_MODEL_NAME = 'legal-2-embedder';
 export const MAX_TEXTS_PER_REQUEST = 128;
@@ -67,7 +68,6 @@ export type EmbeddingRequestInput = z.input<typeof EmbeddingRequestSchema>;
 /** The request after validation, defaults filled in. */
 export type EmbeddingRequest = z.output<typeof EmbeddingRequestSchema>;
 
-export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: Problem };
 
 /**
  * Validates a decoded JSON body against spec 2.1 for the served model.

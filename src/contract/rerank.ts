@@ -5,7 +5,8 @@
 // problem catalogue, titles and detail style as embeddings.
 import { z } from 'zod';
 import { problem } from './problems.ts';
-import { formatIssues, type Result } from './request.ts';
+import { formatIssues } from './request.ts';
+import type { Result } from './result.ts';
 
 export const DEFAULT_RERANK_MODEL_NAME = 'legal-2-reranker';
 /** At most this many texts per request (a first stage's top 100 fits ten times over). */

@@ -3,7 +3,9 @@
 // the oldest waiting sequence (so no request starves) plus the waiting sequences closest to it
 // in length (little padding), under a padded-token budget and a batch-size cap. An idle
 // scheduler runs a lone request at once; the queue is bounded in tokens (backpressure).
-import type { EmbeddingBackend } from './types.ts';
+import type { EmbeddingBackend, SchedulerStats } from './types.ts';
+
+export type { SchedulerStats } from './types.ts';
 
 export interface SchedulerLimits {
   /** Most sequences in one model call. */
@@ -23,14 +25,6 @@ export interface SchedulerLimits {
  */
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = { maxBatchSize: 64, maxBatchTokens: 512, maxQueueTokens: 262144, minPaddingEfficiency: 0.9 };
 
-export interface SchedulerStats {
-  batches: number;
-  sequences: number;
-  realTokens: number;
-  paddedTokens: number;
-  queuedTokens: number;
-  queuedSequences: number;
-}
 
 export interface SchedulerHooks {
   onBatch?(size: number, paddedTokens: number): void;

@@ -2,6 +2,16 @@
 import type { Chunking, ModelCapabilities, RerankCapabilities, Result, ScoringMethod, Task } from '../contract/index.ts';
 import type { ModelSettings } from './settings.ts';
 
+/** Batching totals of the scheduler (padding efficiency = realTokens / paddedTokens). */
+export interface SchedulerStats {
+  batches: number;
+  sequences: number;
+  realTokens: number;
+  paddedTokens: number;
+  queuedTokens: number;
+  queuedSequences: number;
+}
+
 export interface EmbedInput {
   readonly texts: readonly string[];
   readonly task: Task | null;
@@ -47,7 +57,7 @@ export interface Embedder extends ModelCapabilities {
   /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
   rerank?(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
   /** Batching totals (padding efficiency = realTokens / paddedTokens). */
-  schedulerStats?(): import('./scheduler.ts').SchedulerStats;
+  schedulerStats?(): SchedulerStats;
   /** Diagnostics: a full garbage collection wherever the model runs, if Node ran with --expose-gc. */
   collectGarbage?(): Promise<void>;
   dispose(): Promise<void>;

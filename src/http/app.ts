@@ -20,11 +20,8 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { problemResponse } from './problem-response.ts';
 import { readJsonBody } from './read-body.ts';
 
-export type { Resource } from '../auth/records.ts';
-import type { Resource } from '../auth/records.ts';
-
-/** The authentication seam: return a problem to refuse, null to allow. */
-export type Authenticate = (request: { authorization: string | null; resource: Resource }) => Problem | null | Promise<Problem | null>;
+export type { Authenticate, Resource } from '../auth/records.ts';
+import type { Authenticate, Resource } from '../auth/records.ts';
 
 export interface AppOptions {
   /** The embedder, or a promise of it while the model loads. */
