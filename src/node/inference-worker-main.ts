@@ -8,9 +8,10 @@ import type { InferenceWorkerData } from './worker-backend.ts';
 import { decideDevice, installOrtWebGPU, openWebGPU, ortWebGPUDevice, type WebGPUHandle } from './webgpu.ts';
 import { messageOf } from '../util/message-of.ts';
 
-type Request = { type: 'run'; id: number; batch: number[][] } | { type: 'dispose' } | { type: 'gc'; id: number };
+import type { FromInferenceWorker, ToInferenceWorker } from './worker-protocol.ts';
 
 const port = parentPort!;
+const send = (message: FromInferenceWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 const data = workerData as InferenceWorkerData;
 let gpu: WebGPUHandle | null = null;
 try {
@@ -22,11 +23,11 @@ try {
   const { createTransformersBackend } = await import('../embedder/transformers-backend.ts');
   // Injected execution providers take the place of onnxruntime-node's thread options.
   const backend = await createTransformersBackend(decision.device === 'webgpu' ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : data);
-  port.postMessage({ type: 'ready', device: decision.device, reason: decision.reason, adapter: decision.adapter?.name });
-  port.on('message', async (message: Request) => {
+  send({ type: 'ready', device: decision.device, reason: decision.reason, adapter: decision.adapter?.name });
+  port.on('message', async (message: ToInferenceWorker) => {
     if (message.type === 'gc') {
       (globalThis as { gc?: () => void }).gc?.(); // only with --expose-gc (leak checks)
-      port.postMessage({ type: 'result', id: message.id, vectors: [] });
+      send({ type: 'done', id: message.id });
       return;
     }
     if (message.type === 'dispose') {
@@ -36,17 +37,17 @@ try {
         (await ortWebGPUDevice())?.destroy();
         gpu.release();
       }
-      port.postMessage({ type: 'disposed' });
+      send({ type: 'done', id: message.id });
       return;
     }
     try {
       const vectors = await backend.run(message.batch);
-      port.postMessage({ type: 'result', id: message.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer));
+      send({ type: 'vectors', id: message.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer));
     } catch (error) {
-      port.postMessage({ type: 'error', id: message.id, message: messageOf(error) });
+      send({ type: 'error', id: message.id, message: messageOf(error) });
     }
   });
 } catch (error) {
   gpu?.release();
-  port.postMessage({ type: 'failed', message: messageOf(error) });
+  send({ type: 'failed', message: messageOf(error) });
 }

@@ -5,6 +5,7 @@ import { AutoTokenizer, env } from '@huggingface/transformers';
 import type { TransformersBackendOptions } from '../embedder/transformers-backend.ts';
 import type { EmbeddingBackend } from '../embedder/types.ts';
 import type { ServerDevice } from './webgpu.ts';
+import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';
 
 export interface InferenceWorkerData extends TransformersBackendOptions {
   /** cpu (onnxruntime-node), webgpu (onnxruntime-web over Dawn) or auto; the worker decides. */
@@ -21,24 +22,24 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
   // From source (tests, a dev checkout) the worker registers tsx first; built, it is plain JS.
   const entry = import.meta.url.endsWith('.ts') ? './inference-worker.mjs' : './inference-worker-main.js';
   const worker = new Worker(new URL(entry, import.meta.url), { workerData: options });
-  const pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (reply: InferenceReply) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let dead: Error | undefined;
 
-  const ready = await new Promise<{ device: string; reason: string; adapter?: string }>((resolve, reject) => {
-    const onMessage = (m: { type: string; message?: string; device: string; reason: string; adapter?: string }) => {
+  const ready = await new Promise<Extract<FromInferenceWorker, { type: 'ready' }>>((resolve, reject) => {
+    worker.once('message', (m: FromInferenceWorker) => {
       if (m.type === 'ready') resolve(m);
-      else if (m.type === 'failed') worker.terminate().finally(() => reject(new Error(m.message)));
-    };
-    worker.once('message', onMessage);
+      else worker.terminate().finally(() => reject(new Error(m.type === 'failed' ? m.message : `the inference worker sent ${m.type} before ready`)));
+    });
     worker.once('error', reject);
   });
-  worker.on('message', (m: { type: string; id: number; vectors?: Float32Array[]; message?: string }) => {
+  worker.on('message', (m: FromInferenceWorker) => {
+    if (!('id' in m)) return;
     const waiter = pending.get(m.id);
     if (!waiter) return;
     pending.delete(m.id);
-    if (m.type === 'result') waiter.resolve(m.vectors!);
-    else waiter.reject(new Error(m.message));
+    if (m.type === 'error') waiter.reject(new Error(m.message));
+    else waiter.resolve(m);
   });
   const failAll = (error: Error) => {
     dead = error;
@@ -47,33 +48,34 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
   };
   worker.on('error', (error) => failAll(error instanceof Error ? error : new Error(String(error))));
   worker.on('exit', (code) => failAll(new Error(`the inference worker exited (code ${code})`)));
+  /** Sends one request and waits for the reply with its id. */
+  const ask = (message: ToInferenceWorker): Promise<InferenceReply> => {
+    if (dead) return Promise.reject(dead);
+    return new Promise((resolve, reject) => {
+      pending.set(message.id, { resolve, reject });
+      worker.postMessage(message);
+    });
+  };
 
   return {
     name: `transformers.js (${ready.device === 'webgpu' ? `webgpu on ${ready.adapter}` : ready.device}, worker thread)`,
     deviceReason: ready.reason,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
-    run(batch) {
-      if (dead) return Promise.reject(dead);
-      return new Promise((resolve, reject) => {
-        const id = nextId++;
-        pending.set(id, { resolve, reject });
-        worker.postMessage({ type: 'run', id, batch: batch.map((s) => [...s]) });
-      });
+    async run(batch) {
+      const reply = await ask({ type: 'run', id: nextId++, batch: batch.map((seq) => [...seq]) });
+      if (reply.type !== 'vectors') throw new Error(`the inference worker answered a batch with ${reply.type}`);
+      return reply.vectors;
     },
-    collectGarbage() {
-      if (dead) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const id = nextId++;
-        pending.set(id, { resolve: () => resolve(), reject });
-        worker.postMessage({ type: 'gc', id });
-      });
+    async collectGarbage() {
+      if (!dead) await ask({ type: 'gc', id: nextId++ });
     },
     async dispose() {
       if (dead) return;
-      const done = new Promise<void>((resolve) => worker.once('message', () => resolve()));
-      worker.postMessage({ type: 'dispose' });
-      await Promise.race([done, new Promise((r) => setTimeout(r, 2000))]);
+      // Its own reply, or two seconds: a stuck worker is terminated either way.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([ask({ type: 'dispose', id: nextId++ }).catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 2000)))]);
+      clearTimeout(timer);
       await worker.terminate();
     },
   };
