@@ -93,5 +93,5 @@ async function runRaw(batch: number[][]) {
     attention_mask: new ort.Tensor('int64', attentionMask, dims),
     token_type_ids: new ort.Tensor('int64', tokenTypeIds, dims),
   };
-  return session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]])));
+  return session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]!])));
 }

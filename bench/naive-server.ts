@@ -5,7 +5,7 @@ import { env, pipeline } from '@huggingface/transformers';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 
-const modelDir = resolve(process.argv[2]);
+const modelDir = resolve(process.argv[2] ?? '');
 const port = Number(process.argv[3] ?? 0);
 env.allowRemoteModels = false;
 env.localModelPath = dirname(modelDir) + '/';

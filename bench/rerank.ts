@@ -82,7 +82,7 @@ function bm25Index(corpus: string[]) {
       const list = postings.get(t);
       if (!list) continue;
       const idf = Math.log(1 + (corpus.length - list.length + 0.5) / (list.length + 0.5));
-      for (const [d, f] of list) s[d] += (idf * f * 1.9) / (f + 0.9 * (1 - 0.4 + (0.4 * lengths[d]!) / avg));
+      for (const [d, f] of list) s[d]! += (idf * f * 1.9) / (f + 0.9 * (1 - 0.4 + (0.4 * lengths[d]!) / avg));
     }
     return s;
   };

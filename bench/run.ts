@@ -72,10 +72,10 @@ const WORKLOADS: Record<string, { tokens: number[]; count: number }> = {
   mixed: { tokens: [16, 16, 16, 64, 128, 128, 256, Math.min(512, maxTokens)], count: 256 },
 };
 function workloadTexts(name: string): string[] {
-  const w = WORKLOADS[name];
+  const w = WORKLOADS[name]!;
   const pick = rng(99);
   const byTarget = new Map(w.tokens.map((t) => [t, makeTexts(w.count, wordsForTokens(encode, t), t)]));
-  return Array.from({ length: w.count }, (_, i) => byTarget.get(w.tokens[Math.floor(pick() * w.tokens.length)])![i]);
+  return Array.from({ length: w.count }, (_, i) => byTarget.get(w.tokens[Math.floor(pick() * w.tokens.length)]!)![i]!);
 }
 
 console.log(`lexembed benchmark — model ${modelDir}`);
@@ -115,11 +115,11 @@ for (const name of values.workloads!.split(',')) {
   const batches: number[][][] = [];
   for (let i = 0; i < sorted.length; ) {
     let j = i + 1;
-    while (j < sorted.length && j - i < 64 && (j - i + 1) * sorted[j].length <= maxBatchTokens) j++;
+    while (j < sorted.length && j - i < 64 && (j - i + 1) * sorted[j]!.length <= maxBatchTokens) j++;
     batches.push(sorted.slice(i, j));
     i = j;
   }
-  await runRaw(batches[0]);
+  await runRaw(batches[0]!);
   const ta = performance.now();
   for (const b of batches) await runRaw(b);
   const rawSeconds = (performance.now() - ta) / 1000;
@@ -210,7 +210,7 @@ async function runRaw(batch: number[][]) {
     attention_mask: new ort.Tensor('int64', attentionMask, dims),
     token_type_ids: new ort.Tensor('int64', tokenTypeIds, dims),
   };
-  return session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]])));
+  return session.run(Object.fromEntries(session.inputNames.map((n) => [n, feeds[n]!])));
 }
 
 async function startProcess(args: string[], urlPattern: RegExp, readyPattern?: RegExp): Promise<{ child: ChildProcess; url: string }> {
@@ -220,7 +220,7 @@ async function startProcess(args: string[], urlPattern: RegExp, readyPattern?: R
     const onData = (d: Buffer) => {
       output += d;
       const m = urlPattern.exec(output);
-      if (m && (!readyPattern || readyPattern.test(output))) resolve({ child, url: m[1] });
+      if (m && (!readyPattern || readyPattern.test(output))) resolve({ child, url: m[1]! });
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
@@ -269,7 +269,7 @@ function peakRssMb(pid: number): number {
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 }
 
 function fmt(x: number | undefined, width: number, digits = 0): string {

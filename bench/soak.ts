@@ -38,7 +38,7 @@ const url = await new Promise<string>((res) => {
   child.stdout!.on('data', (d) => {
     out += d;
     const m = /listening on (http:\/\/[^\s)"]+)/.exec(out);
-    if (m && /model .* loaded/.test(out)) res(m[1]);
+    if (m && /model .* loaded/.test(out)) res(m[1]!);
   });
 });
 const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) / 1024;
@@ -61,7 +61,7 @@ clearInterval(sampler);
 child.kill('SIGTERM');
 const warmup = Number(values['warmup-seconds']);
 const warm = samples.filter((s) => s.t >= warmup).map((s) => s.rss_mb);
-const base = warm[0];
+const base = warm[0] ?? NaN;
 const drift = warm.length ? Math.max(...warm.map((x) => Math.abs(x - base) / base)) : NaN;
 // Growth: mean of the last minute against the mean of the first minute after warm-up.
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;

@@ -31,7 +31,7 @@ export function makeTexts(count: number, words: number, seed = 42): string[] {
   return Array.from({ length: count }, () => {
     const n = Math.max(1, Math.round(words * (0.9 + 0.2 * next())));
     const out: string[] = [];
-    for (let i = 0; i < n; i++) out.push(WORDS[Math.floor(next() * WORDS.length)]);
+    for (let i = 0; i < n; i++) out.push(WORDS[Math.floor(next() * WORDS.length)]!);
     return out.join(' ') + '.';
   });
 }

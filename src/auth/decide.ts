@@ -15,7 +15,7 @@ export function presentedKey(authorization: string | null): { ok: true; key: str
   if (!match) {
     return { ok: false, problem: problem('incorrectKey', 'the Authorization header must use the Bearer scheme: "Authorization: Bearer <API_KEY>"') };
   }
-  const parsed = parseApiKey(match[1]);
+  const parsed = parseApiKey(match[1] ?? '');
   if (!parsed.ok) {
     const why =
       parsed.reason === 'malformed'

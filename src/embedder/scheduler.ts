@@ -137,7 +137,7 @@ export class BatchScheduler {
             job.reject(failure);
             continue;
           }
-          job.results[item.index] = vectors![k];
+          job.results[item.index] = vectors![k]!;
           if (--job.remaining === 0) {
             job.done = true;
             job.resolve(job.results);
@@ -152,24 +152,26 @@ export class BatchScheduler {
   /** The oldest item plus its nearest neighbours in length, within the limits. */
   private takeBatch(): Item[] {
     const sorted = [...this.queue].sort((a, b) => a.ids.length - b.ids.length || a.order - b.order);
+    const at = (i: number) => sorted[i]!; // every index below stays within sorted
+    const len = (i: number) => at(i).ids.length;
     let oldest = 0;
-    for (let i = 1; i < sorted.length; i++) if (sorted[i].order < sorted[oldest].order) oldest = i;
+    for (let i = 1; i < sorted.length; i++) if (at(i).order < at(oldest).order) oldest = i;
     let lo = oldest;
     let hi = oldest;
-    let real = sorted[oldest].ids.length;
+    let real = len(oldest);
     const minEfficiency = this.limits.minPaddingEfficiency ?? 0;
     const fits = (count: number, width: number, realTokens: number) =>
       count <= this.limits.maxBatchSize && count * width <= this.limits.maxBatchTokens && realTokens / (count * width) >= minEfficiency;
     while (hi - lo + 1 < this.limits.maxBatchSize) {
       const count = hi - lo + 2;
-      const canLeft = lo > 0 && fits(count, sorted[hi].ids.length, real + sorted[lo - 1].ids.length);
-      const canRight = hi < sorted.length - 1 && fits(count, sorted[hi + 1].ids.length, real + sorted[hi + 1].ids.length);
+      const canLeft = lo > 0 && fits(count, len(hi), real + len(lo - 1));
+      const canRight = hi < sorted.length - 1 && fits(count, len(hi + 1), real + len(hi + 1));
       if (!canLeft && !canRight) break;
       // Padding added: a shorter sequence pads up to the current width; a longer one widens all.
-      const leftCost = canLeft ? sorted[hi].ids.length - sorted[lo - 1].ids.length : Infinity;
-      const rightCost = canRight ? (sorted[hi + 1].ids.length - sorted[hi].ids.length) * (hi - lo + 1) : Infinity;
-      if (leftCost <= rightCost) real += sorted[--lo].ids.length;
-      else real += sorted[++hi].ids.length;
+      const leftCost = canLeft ? len(hi) - len(lo - 1) : Infinity;
+      const rightCost = canRight ? (len(hi + 1) - len(hi)) * (hi - lo + 1) : Infinity;
+      if (leftCost <= rightCost) real += len(--lo);
+      else real += len(++hi);
     }
     const batch = sorted.slice(lo, hi + 1);
     const taken = new Set(batch);

@@ -45,7 +45,9 @@ export async function createTransformersBackend(options: TransformersBackendOpti
         ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 }
         : undefined,
   });
-  const inputNames: string[] = (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model.inputNames;
+  const session = (model as unknown as { sessions: Record<string, { inputNames: string[] } | undefined> }).sessions.model;
+  if (!session) throw new Error(`${options.modelId}: transformers.js loaded no "model" session from onnx/`);
+  const inputNames = session.inputNames;
   const pooling = options.settings.pooling;
 
   return {
@@ -63,7 +65,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
       const output = await model(Object.fromEntries(inputNames.map((n) => [n, feeds[n]])));
       const hidden = output.last_hidden_state as Tensor;
       const data = hidden.data as Float32Array;
-      const size = hidden.dims[2];
+      const size = hidden.dims[2]!;
       const vectors = batch.map((seq, row) => pool(data, row, width, size, seq.length, pooling));
       hidden.dispose?.();
       return vectors;
@@ -80,8 +82,8 @@ function pool(data: Float32Array, row: number, width: number, size: number, leng
   const count = pooling === 'cls' ? 1 : length;
   for (let t = 0; t < count; t++) {
     const offset = base + t * size;
-    for (let k = 0; k < size; k++) out[k] += data[offset + k];
+    for (let k = 0; k < size; k++) out[k]! += data[offset + k]!;
   }
-  for (let k = 0; k < size; k++) out[k] /= count;
+  for (let k = 0; k < size; k++) out[k]! /= count;
   return out;
 }

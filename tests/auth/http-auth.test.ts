@@ -39,7 +39,7 @@ describe('API keys over HTTP with the file store', () => {
   };
   const newKey = async (account: string, ...extra: string[]) => {
     const lines = await cli('keys', 'create', '--account', account, ...extra);
-    return { id: /^created (key_\w+)/.exec(lines[0])![1], key: lines.at(-1)! };
+    return { id: /^created (key_\w+)/.exec(lines[0]!)![1]!, key: lines.at(-1)! };
   };
 
   beforeAll(async () => {
@@ -48,7 +48,7 @@ describe('API keys over HTTP with the file store', () => {
       ['good', 'good'], ['overdue', 'overdue'], ['unsubscribed', 'unsubscribed'], ['inactive', 'inactive'],
       ['unverified', 'unverified'], ['rerank', 'good', '--resources', 'rerankings'], ['embedOnly', 'good', '--resources', 'embeddings'], ['revoked', 'good'],
     ]) {
-      ({ key: keys[name], id: ids[name] } = await newKey(account, ...extra));
+      ({ key: keys[name!], id: ids[name!] } = await newKey(account!, ...extra));
     }
     await cli('accounts', 'set', 'overdue', '--overdue', 'true');
     await cli('accounts', 'set', 'unsubscribed', '--subscribed', 'false');
@@ -72,7 +72,8 @@ describe('API keys over HTTP with the file store', () => {
     await expectStatus(await post(server.url, `Basic ${keys.good}`), 401, 'Incorrect API key error');
     await expectStatus(await post(server.url, 'Bearer lxk_v1_nope'), 401, 'Incorrect API key error');
     const i = 12;
-    const typo = keys.good.slice(0, i) + (keys.good[i] === 'Q' ? 'R' : 'Q') + keys.good.slice(i + 1);
+    const good = keys.good!;
+    const typo = good.slice(0, i) + (good[i] === 'Q' ? 'R' : 'Q') + good.slice(i + 1);
     const res = await post(server.url, `Bearer ${typo}`);
     expect((await res.clone().json()).detail).toMatch(/checksum/);
     await expectStatus(res, 401, 'Incorrect API key error');
@@ -125,7 +126,7 @@ describe('API keys over HTTP with the file store', () => {
 
   it('revocation and account changes reach the running server without a restart', async () => {
     await expectStatus(await post(server.url, `Bearer ${keys.revoked}`), 200);
-    expect((await cli('keys', 'revoke', ids.revoked))[0]).toMatch(/^revoked key_/);
+    expect((await cli('keys', 'revoke', ids.revoked!))[0]).toMatch(/^revoked key_/);
     await expectStatus(await post(server.url, `Bearer ${keys.revoked}`), 401, 'Incorrect API key error');
     await cli('accounts', 'set', 'overdue', '--overdue', 'false');
     await expectStatus(await post(server.url, `Bearer ${keys.overdue}`), 200);

@@ -41,7 +41,7 @@ test('the in-page client gives the Node server\'s vectors and the same typed err
   const expected = await nodeVectors(PARITY_TEXTS);
   local.response.embeddings.forEach((e: { index: number; embedding: number[] }, i: number) => {
     expect(e.index).toBe(i);
-    expect(cosine(e.embedding, expected[i])).toBeGreaterThanOrEqual(0.999);
+    expect(cosine(e.embedding, expected[i]!)).toBeGreaterThanOrEqual(0.999);
   });
   const bad = await create(page, { model: 'legal-2-embedder', texts: ['ok', '  '] });
   expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, title: 'Validation error', detail: 'texts[1] must contain at least one non-whitespace character', errorType: '/docs/api-reference/errors#400-validation-error' });

@@ -20,7 +20,7 @@ export async function nodeVectors(texts: string[], dimensions: number | null = n
   }
 }
 
-export const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0) / Math.sqrt(a.reduce((s, x) => s + x * x, 0) * b.reduce((s, x) => s + x * x, 0));
+export const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0) / Math.sqrt(a.reduce((s, x) => s + x * x, 0) * b.reduce((s, x) => s + x * x, 0));
 
 /** Reranking scores from the Node server's embedder (default chunking), in input order. */
 export async function nodeRerank(query: string, texts: string[]): Promise<{ scores: number[]; inputTokens: number }> {

@@ -13,5 +13,5 @@ test('runs the WebGPU path on a software adapter and ranks the same passage firs
   expect(external).toEqual([]);
   const local = await create(page, { model: 'legal-2-embedder', texts: PARITY_TEXTS.slice(0, 2), task: 'retrieval/document', dimensions: 128 });
   const expected = await nodeVectors(PARITY_TEXTS.slice(0, 2), 128);
-  local.response.embeddings.forEach((e: { embedding: number[] }, i: number) => expect(cosine(e.embedding, expected[i])).toBeGreaterThanOrEqual(0.999));
+  local.response.embeddings.forEach((e: { embedding: number[] }, i: number) => expect(cosine(e.embedding, expected[i]!)).toBeGreaterThanOrEqual(0.999));
 });

@@ -21,7 +21,7 @@ function walk(entry: string): { files: string[]; packages: Map<string, string> }
     const source = readFileSync(file, 'utf8');
     for (const m of source.matchAll(/(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
       if (m[2]) continue; // type-only imports vanish at run time
-      const specifier = m[3] ?? m[4];
+      const specifier = m[3] ?? m[4] ?? '';
       if (specifier.startsWith('.')) {
         const target = resolve(dirname(file), specifier.replace(/\?.*$/, ''));
         if (/\.(ts|mjs|js)$/.test(target) && existsSync(target)) queue.push(target);

@@ -10,7 +10,7 @@ it('src/contract imports only zod and sibling modules', () => {
   expect(files.length).toBeGreaterThan(2);
   for (const file of files) {
     const source = readFileSync(join(dir, file), 'utf8');
-    const specifiers = [...source.matchAll(/(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1] ?? m[2]);
+    const specifiers = [...source.matchAll(/(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1] ?? m[2] ?? '');
     for (const s of specifiers) expect(s === 'zod' || /^\.\/[\w-]+\.ts$/.test(s), `${file} imports ${s}`).toBe(true);
   }
 });
@@ -20,7 +20,7 @@ it('src/client has no runtime dependencies: only its own modules, dependency-fre
   for (const file of readdirSync(clientDir).filter((f) => f.endsWith('.ts'))) {
     const source = readFileSync(join(clientDir, file), 'utf8');
     for (const m of source.matchAll(/^(import|export)\s+(type\s+)?[^'"]*from\s+['"]([^'"]+)['"]/gm)) {
-      const [, , typeOnly, specifier] = m;
+      const [, , typeOnly, specifier = ''] = m;
       const ok = /^\.\/[\w-]+\.ts$/.test(specifier) || (typeOnly && specifier.startsWith('../contract/')) || /^\.\.\/util\/[\w-]+\.ts$/.test(specifier);
       expect(ok, `${file}: ${m[0]}`).toBeTruthy();
     }

@@ -64,7 +64,7 @@ describe('edge worker in workerd', () => {
     expect(body.usage.input_tokens).toBe(r.value.inputTokens);
     body.embeddings.forEach((e, i) => {
       expect(e.index).toBe(i);
-      const cos = e.embedding.reduce((s, x, k) => s + x * r.value.vectors[i][k], 0);
+      const cos = e.embedding.reduce((s, x, k) => s + x * r.value.vectors[i]![k]!, 0);
       expect(cos).toBeGreaterThanOrEqual(0.999);
     });
   }, 120_000);

@@ -26,7 +26,7 @@ export function describeEmbedderConformance(label: string, load: () => Promise<E
     }
 
     const norm = (v: Float32Array) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
-    const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
+    const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
     const long = Array.from({ length: 200 }, (_, i) => `clause${i % 7} term`).join(' ');
 
     it('returns one unit vector of the default width per text', async () => {
@@ -42,9 +42,9 @@ export function describeEmbedderConformance(label: string, load: () => Promise<E
       const [a] = (await embed(['Indemnification clause'])).vectors;
       const [b] = (await embed(['Indemnification clause'])).vectors;
       const [c] = (await embed(['Governing law of Ontario'])).vectors;
-      if (options.exactRepeat) expect(Array.from(a)).toEqual(Array.from(b));
-      else expect(cosine(a, b)).toBeGreaterThan(0.99999);
-      expect(cosine(a, c)).toBeLessThan(0.999);
+      if (options.exactRepeat) expect(Array.from(a!)).toEqual(Array.from(b!));
+      else expect(cosine(a!, b!)).toBeGreaterThan(0.99999);
+      expect(cosine(a!, c!)).toBeLessThan(0.999);
     });
 
     it('keeps index order and gives the same vector in a mixed-length batch as alone', async () => {
@@ -52,7 +52,7 @@ export function describeEmbedderConformance(label: string, load: () => Promise<E
       const batch = (await embed(texts)).vectors;
       for (const [i, t] of texts.entries()) {
         const [alone] = (await embed([t])).vectors;
-        expect(cosine(batch[i], alone)).toBeGreaterThan(0.99999);
+        expect(cosine(batch[i]!, alone!)).toBeGreaterThan(0.99999);
       }
     });
 
@@ -67,7 +67,7 @@ export function describeEmbedderConformance(label: string, load: () => Promise<E
       const query = await embed(['hello world'], { task: 'retrieval/query' });
       // prompt "query: " is 2 tokens ("query", ":")
       expect(query.inputTokens).toBe(plain.inputTokens + 2);
-      expect(cosine(plain.vectors[0], query.vectors[0])).toBeLessThan(0.99999);
+      expect(cosine(plain.vectors[0]!, query.vectors[0]!)).toBeLessThan(0.99999);
     });
 
     it('drop_end truncates to max_input_tokens and keeps the final [SEP]', async () => {
@@ -84,7 +84,7 @@ export function describeEmbedderConformance(label: string, load: () => Promise<E
       // overflow_strategy null proves the reference text needs no truncation at all.
       const exact = await embed([words.join(' ')], { overflowStrategy: null });
       expect(exact.inputTokens).toBe(max);
-      expect(cosine(truncated.vectors[0], exact.vectors[0])).toBeGreaterThan(0.99999);
+      expect(cosine(truncated.vectors[0]!, exact.vectors[0]!)).toBeGreaterThan(0.99999);
     });
 
     it('answers over-length input under overflow_strategy null with the index and counts', async () => {
@@ -100,9 +100,9 @@ export function describeEmbedderConformance(label: string, load: () => Promise<E
       const [full] = (await embed(['Limitation period'])).vectors;
       const [cut] = (await embed(['Limitation period'], { dimensions: 8 })).vectors;
       expect(cut).toHaveLength(8);
-      expect(norm(cut)).toBeCloseTo(1, 5);
-      const n = norm(full.slice(0, 8));
-      for (let i = 0; i < 8; i++) expect(cut[i]).toBeCloseTo(full[i] / n, 5);
+      expect(norm(cut!)).toBeCloseTo(1, 5);
+      const n = norm(full!.slice(0, 8));
+      for (let i = 0; i < 8; i++) expect(cut![i]).toBeCloseTo(full![i]! / n, 5);
     });
   });
 }

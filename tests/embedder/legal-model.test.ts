@@ -19,7 +19,7 @@ const embed = async (texts: string[], extra: { task?: 'retrieval/query' | 'retri
   if (!r.ok) throw new Error(r.problem.detail ?? '');
   return r.value;
 };
-const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
+const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
 
 describe('bundled legal-2-embedder', () => {
   it('is a 640-dimension model (256 transformer + 384 static) with 512 max input tokens', () => {
@@ -37,8 +37,8 @@ describe('bundled legal-2-embedder', () => {
   it('gives the vectors the training recipe computes', async () => {
     const { vectors } = await embed(parity.cases.map((c) => c.text));
     parity.cases.forEach((c, i) => {
-      c.vector_head.forEach((x, k) => expect(vectors[i][k]).toBeCloseTo(x, 4)); // transformer part
-      c.vector_tail.forEach((x, k) => expect(vectors[i][vectors[i].length - 8 + k]).toBeCloseTo(x, 4)); // static part
+      c.vector_head.forEach((x, k) => expect(vectors[i]![k]).toBeCloseTo(x, 4)); // transformer part
+      c.vector_tail.forEach((x, k) => expect(vectors[i]![vectors[i]!.length - 8 + k]).toBeCloseTo(x, 4)); // static part
     });
   });
 
@@ -60,7 +60,7 @@ describe('bundled legal-2-embedder', () => {
     const docs = (await embed(passages, { task: 'retrieval/document' })).vectors;
     const qs = (await embed(queries.map((q) => q[0]), { task: 'retrieval/query' })).vectors;
     queries.forEach(([q, expected], i) => {
-      const scores = docs.map((d) => dot(qs[i], d));
+      const scores = docs.map((d) => dot(qs[i]!, d));
       expect(scores.indexOf(Math.max(...scores)), q).toBe(expected);
     });
   });
@@ -77,6 +77,6 @@ describe('bundled legal-2-embedder', () => {
     const docs = (await embed(['Termination of the agreement by notice', 'Payment of annual fees'], { dimensions: 128 })).vectors;
     const [q] = (await embed(['How can the agreement be terminated?'], { dimensions: 128 })).vectors;
     expect(docs[0]).toHaveLength(128);
-    expect(dot(q, docs[0])).toBeGreaterThan(dot(q, docs[1]));
+    expect(dot(q!, docs[0]!)).toBeGreaterThan(dot(q!, docs[1]!));
   });
 });

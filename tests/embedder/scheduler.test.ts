@@ -125,7 +125,7 @@ describe('BatchScheduler', () => {
     const long = s.submit([seq(150)]);
     const shorts = Array.from({ length: 12 }, (_, i) => s.submit([seq(2, i * 10)]));
     await g.release(); // blocker done; next call must take the long text (the oldest)
-    expect(g.calls[1].map((c) => c.length)).toContain(150);
+    expect(g.calls[1]!.map((c) => c.length)).toContain(150);
     await g.runFreely();
     await Promise.all([blocker, long, ...shorts]);
   });
@@ -168,7 +168,7 @@ describe('BatchScheduler', () => {
     const rand = () => ((x = (x * 1103515245 + 12345) % 2 ** 31), x / 2 ** 31);
     const requests = Array.from({ length: 200 }, (_, r) => Array.from({ length: 1 + Math.floor(rand() * 20) }, (_, i) => seq(1 + Math.floor(rand() * 60), r * 1000 + i)));
     const results = await Promise.all(requests.map((texts) => s.submit(texts)));
-    results.forEach((r, i) => expect(vecs(r)).toEqual(requests[i].map(expected)));
+    results.forEach((r, i) => expect(vecs(r)).toEqual(requests[i]!.map(expected)));
     const total = requests.reduce((n, t) => n + t.length, 0);
     expect(s.stats().sequences).toBe(total);
   });

@@ -11,7 +11,7 @@ import type { Embedder, EmbedInput } from '../../src/embedder/types.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
 
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((s, x, i) => s + x * b[i], 0);
+const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((s, x, i) => s + x * b[i]!, 0);
 const input = (texts: string[], extra: Partial<EmbedInput> = {}): EmbedInput => ({ texts, task: null, overflowStrategy: 'drop_end', dimensions: null, ...extra });
 const TEXTS = [
   'The lessee shall pay the rent on the first day of each month.',
@@ -62,19 +62,19 @@ describe('WebGPU path against the CPU path', () => {
   });
 
   it('reports the WebGPU adapter it runs on', () => {
-    expect(pairs['test model'].gpu.backendName).toMatch(/^transformers\.js \(webgpu on .+, worker thread\)$/);
-    expect(pairs['test model'].gpu.deviceReason).toMatch(/webgpu was requested; adapter: /);
+    expect(pairs['test model']!.gpu.backendName).toMatch(/^transformers\.js \(webgpu on .+, worker thread\)$/);
+    expect(pairs['test model']!.gpu.deviceReason).toMatch(/webgpu was requested; adapter: /);
   });
 
   for (const name of ['test model', 'legal-2-embedder']) {
     it(`${name}: same vectors (cosine >= 0.999), tokens and order for every task, truncation and dimensions`, async () => {
-      const { cpu, gpu } = pairs[name];
+      const { cpu, gpu } = pairs[name]!;
       for (const extra of [{}, { task: 'retrieval/query' as const }, { task: 'retrieval/document' as const, dimensions: 32 }]) {
         const [a, b] = await Promise.all([cpu.embed(input(TEXTS, extra)), gpu.embed(input(TEXTS, extra))]);
         if (!a.ok || !b.ok) throw new Error('unexpected problem');
         expect(b.value.inputTokens).toBe(a.value.inputTokens);
         expect(b.value.vectors.map((v) => v.length)).toEqual(a.value.vectors.map((v) => v.length));
-        for (const [i, v] of a.value.vectors.entries()) expect(cosine(v, b.value.vectors[i]), `texts[${i}]`).toBeGreaterThanOrEqual(0.999);
+        for (const [i, v] of a.value.vectors.entries()) expect(cosine(v, b.value.vectors[i]!), `texts[${i}]`).toBeGreaterThanOrEqual(0.999);
       }
     });
   }
@@ -105,7 +105,7 @@ describe('WebGPU memory', () => {
     }
     // Round 0 is the warm-up (pipelines, buffer pools); 180 requests follow. A leak of 0.2 MB per
     // request (e.g. a batch's GPU buffers never returned) would add 36 MB.
-    expect(Math.max(...rss.slice(1)) - rss[0], `RSS per round (MiB): ${rss.map(Math.round).join(' ')}`).toBeLessThan(24);
+    expect(Math.max(...rss.slice(1)) - rss[0]!, `RSS per round (MiB): ${rss.map(Math.round).join(' ')}`).toBeLessThan(24);
   }, 120_000);
 });
 
@@ -129,7 +129,7 @@ describe('lexembed serve --device', () => {
     if (!ref.ok) throw new Error('unexpected problem');
     expect(json.usage.input_tokens).toBe(ref.value.inputTokens);
     expect(json.embeddings.map((e) => e.index)).toEqual([0, 1, 2, 3]);
-    for (const [i, e] of json.embeddings.entries()) expect(cosine(e.embedding, ref.value.vectors[i])).toBeGreaterThanOrEqual(0.999);
+    for (const [i, e] of json.embeddings.entries()) expect(cosine(e.embedding, ref.value.vectors[i]!)).toBeGreaterThanOrEqual(0.999);
 
     // Lifecycle: the GPU device is released, so the process ends by itself after draining.
     const started = Date.now();
@@ -167,6 +167,6 @@ describe('lexembed embed --device', () => {
     };
     const [gpu, cpu] = [await rows('webgpu'), await rows('cpu')];
     expect(gpu.map((r) => r.id)).toEqual(cpu.map((r) => r.id));
-    for (const [i, r] of gpu.entries()) expect(cosine(r.embedding, cpu[i].embedding)).toBeGreaterThanOrEqual(0.999);
+    for (const [i, r] of gpu.entries()) expect(cosine(r.embedding, cpu[i]!.embedding)).toBeGreaterThanOrEqual(0.999);
   }, 60_000);
 });

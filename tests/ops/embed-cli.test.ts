@@ -27,8 +27,8 @@ describe('lexembed embed', () => {
     expect(r.stderr).toMatch(/\[#{30}\] 50\/50 100\.0% \d+ texts\/s ETA \d+s/);
     const rows = readOut(output);
     expect(rows.map((x) => x.id)).toEqual(Array.from({ length: 50 }, (_, i) => `doc-${i}`));
-    expect(rows[0].embedding).toHaveLength(8);
-    expect(Math.hypot(...rows[0].embedding)).toBeCloseTo(1, 5);
+    expect(rows[0]!.embedding).toHaveLength(8);
+    expect(Math.hypot(...rows[0]!.embedding)).toBeCloseTo(1, 5);
   });
 
   it('reads CSV (quoted fields across lines) and plain text', async () => {
@@ -104,7 +104,7 @@ describe('lexembed embed', () => {
       await embed(input, localOut);
       const [remote, local] = [readOut(remoteOut), readOut(localOut)];
       expect(remote.map((x) => x.id)).toEqual(['1', '2']);
-      remote.forEach((row, i) => row.embedding.forEach((x, k) => expect(x).toBeCloseTo(local[i].embedding[k], 5)));
+      remote.forEach((row, i) => row.embedding.forEach((x, k) => expect(x).toBeCloseTo(local[i]!.embedding[k]!, 5)));
     } finally {
       await server.stop();
     }

@@ -27,7 +27,7 @@ describe.each(Object.entries(configurations))('OpenAPI document (%s mode)', (mod
     const served = app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method.toLowerCase()} ${r.path}`);
     expect(served.length).toBeGreaterThan(5);
     for (const route of served) {
-      const [method, path] = route.split(' ');
+      const [method = '', path = ''] = route.split(' ');
       expect(doc.paths[path]?.[method], `${route} missing from /openapi.json`).toBeDefined();
     }
   });

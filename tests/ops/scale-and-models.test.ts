@@ -34,7 +34,7 @@ describe('two servers behind one address sharing keys through Redis', () => {
     for (const s of servers) expect((await post(s.url, body, key)).status).toBe(200);
     await runCli(['accounts', 'set', 'shared', '--overdue', 'true', ...store()]);
     for (const s of servers) expect((await post(s.url, body, key)).status).toBe(402);
-    await runCli(['keys', 'revoke', id, ...store()]);
+    await runCli(['keys', 'revoke', id!, ...store()]);
     for (const s of servers) expect((await post(s.url, body, key)).status).toBe(401);
   });
 });

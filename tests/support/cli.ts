@@ -33,7 +33,7 @@ export async function startServe(args: string[], env: Record<string, string> = {
     child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
     child.stdout!.on('data', () => {
       const m = /model .* loaded/.test(output) && /listening on (http:\/\/[^\s)]+)/.exec(output);
-      if (m) (clearTimeout(timer), resolve(m[1]));
+      if (m) (clearTimeout(timer), resolve(m[1]!));
     });
   });
   const stop = () => {

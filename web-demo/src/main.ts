@@ -50,13 +50,13 @@ function embed(texts: string[], task: 'retrieval/query' | 'retrieval/document'):
   });
 }
 
-const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0);
+const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
 
 async function search(query: string) {
   const t0 = performance.now();
   const { vectors, ms } = await embed([query], 'retrieval/query');
-  const q = vectors[0];
-  const ranked = PASSAGES.map((p, i) => ({ p, score: dot(q, passageVectors[i]) })).sort((a, b) => b.score - a.score);
+  const q = vectors[0]!;
+  const ranked = PASSAGES.map((p, i) => ({ p, score: dot(q, passageVectors[i]!) })).sort((a, b) => b.score - a.score);
   $('results').innerHTML = '';
   for (const { p, score } of ranked) {
     const li = document.createElement('li');
@@ -72,7 +72,7 @@ async function search(query: string) {
 }
 
 function renderHeatmap(q: number[]) {
-  const rows = [{ label: 'query', v: q }, ...PASSAGES.map((p, i) => ({ label: p.source, v: passageVectors[i] }))];
+  const rows = [{ label: 'query', v: q }, ...PASSAGES.map((p, i) => ({ label: p.source, v: passageVectors[i]! }))];
   const color = (s: number) => `hsl(210, 80%, ${Math.round(97 - Math.max(0, s) * 55)}%)`;
   const head = `<tr><th></th>${PASSAGES.map((p) => `<th title="${p.source}">${p.id.split('-')[0]}</th>`).join('')}</tr>`;
   const body = rows
