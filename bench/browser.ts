@@ -3,7 +3,6 @@
 // (onnxruntime-node) on the same texts in the same run.
 // Usage: npm run bench:browser -- [--texts 128] [--words 100] [--batch 32]   (builds the demo first)
 import { execFileSync, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';

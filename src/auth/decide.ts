@@ -8,7 +8,7 @@ const CREATE_KEY = 'create a key with `lexembed keys create --account <id>`';
 
 /** Extracts the key from `Authorization: Bearer <key>`, or says why it cannot be used. */
 export function presentedKey(authorization: string | null): { ok: true; key: string } | { ok: false; problem: Problem } {
-  if (!authorization || !authorization.trim()) {
+  if (!authorization?.trim()) {
     return { ok: false, problem: problem('incorrectKey', `no API key was sent; send the header "Authorization: Bearer <API_KEY>" (${CREATE_KEY})`) };
   }
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization.trim());

@@ -1,6 +1,6 @@
 // Transport of the lexembed client: fetch with a timeout, retries with exponential backoff and
 // jitter, honouring retry-after-ms, retry-after and x-should-retry. Zero runtime dependencies.
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, LexembedError, makeAPIError } from './errors.ts';
+import { APIConnectionError, APIConnectionTimeoutError, type APIError, APIUserAbortError, LexembedError, makeAPIError } from './errors.ts';
 import { messageOf } from '../util/message-of.ts';
 
 export interface ClientOptions {

@@ -1,6 +1,7 @@
 // The API reference page at /docs, rendered on the server from the OpenAPI document: no
 // scripts, no CDN, nothing fetched by the browser but the page itself.
 
+// biome-ignore lint/suspicious/noExplicitAny: walks an OpenAPI document of any shape
 type Json = Record<string, any>;
 
 const esc = (s: unknown) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);

@@ -1,6 +1,6 @@
 // The built demo in a real Chromium, offline: the model loads from the app's own files, the
 // fixed query ranks the expected passage first, on WASM and on WebGPU (software adapter).
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { create, offline, rerank, searchAndCheck } from './helpers.ts';
 import { cosine, nodeRerank, nodeVectors, PARITY_TEXTS } from './parity.ts';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // The demo's model worker: the in-page model (createLocalClient) or a lexembed server (Lexembed
 // client) behind one `embeddings.create()`, off the page's main thread.
-import { Lexembed, APIError } from '../../src/client/index.ts';
+import { Lexembed, type APIError } from '../../src/client/index.ts';
 import { createLocalClient } from '../../src/local/client.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 // onnxruntime-web's asyncify build, emitted by Vite as assets of this app (once: the runtime's
