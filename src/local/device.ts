@@ -1,5 +1,7 @@
 // Chooses where the in-browser model runs: WebGPU when a real (non-fallback) adapter exists,
-// else WASM; says why. Detected once per call, from the runtime's navigator only.
+// else WASM; says why. Detects from the runtime's navigator only, then applies the rules every
+// runtime shares (src/embedder/device.ts).
+import { decideDevice, type AdapterReport } from '../embedder/device.ts';
 import { messageOf } from '../util/message-of.ts';
 
 export type LocalDevice = 'auto' | 'webgpu' | 'wasm';
@@ -13,26 +15,30 @@ interface GpuLike {
 }
 
 export async function chooseDevice(requested: LocalDevice, allowFallbackAdapter = false): Promise<DeviceChoice> {
-  if (requested === 'wasm') return { device: 'wasm', reason: 'WASM was requested' };
-  const gpu = (globalThis as { navigator?: { gpu?: GpuLike } }).navigator?.gpu;
-  if (!gpu) {
-    if (requested === 'webgpu') throw new Error('WebGPU was requested but this runtime has no navigator.gpu; use device "wasm" or "auto"');
-    return { device: 'wasm', reason: 'no WebGPU in this runtime (navigator.gpu is missing)' };
+  const gpu = requested === 'wasm' ? undefined : (globalThis as { navigator?: { gpu?: GpuLike } }).navigator?.gpu;
+  const adapters: AdapterReport[] = [];
+  const errors: string[] = [];
+  if (gpu) {
+    try {
+      const adapter = await gpu.requestAdapter();
+      if (adapter) {
+        const name = [adapter.info?.vendor, adapter.info?.architecture, adapter.info?.description].filter(Boolean).join(' ') || 'unnamed adapter';
+        adapters.push({ name, fallback: adapter.info?.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false });
+      } else errors.push('navigator.gpu exists but requestAdapter() found no adapter');
+    } catch (error) {
+      errors.push(`requestAdapter() failed: ${messageOf(error)}`);
+    }
   }
-  let adapter: Awaited<ReturnType<GpuLike['requestAdapter']>> = null;
-  try {
-    adapter = await gpu.requestAdapter();
-  } catch (error) {
-    if (requested === 'webgpu') throw new Error(`WebGPU was requested but requestAdapter() failed: ${messageOf(error)}`);
-    return { device: 'wasm', reason: `WebGPU adapter request failed (${messageOf(error)})` };
-  }
-  if (!adapter) {
-    if (requested === 'webgpu') throw new Error('WebGPU was requested but no adapter is available (in Chromium, check chrome://gpu or --enable-unsafe-webgpu)');
-    return { device: 'wasm', reason: 'navigator.gpu exists but no WebGPU adapter is available' };
-  }
-  const fallback = adapter.info?.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false;
-  const name = [adapter.info?.vendor, adapter.info?.architecture, adapter.info?.description].filter(Boolean).join(' ') || 'unnamed adapter';
-  if (requested === 'webgpu') return { device: 'webgpu', reason: `WebGPU was requested; adapter: ${name}${fallback ? ' (a software fallback adapter)' : ''}` };
-  if (fallback && !allowFallbackAdapter) return { device: 'wasm', reason: `the only WebGPU adapter (${name}) is a software fallback, slower than WASM` };
-  return { device: 'webgpu', reason: `WebGPU adapter available: ${name}` };
+  const { device, reason } = decideDevice(requested, { present: gpu !== undefined || requested === 'wasm', adapters, errors }, {
+    cpu: 'wasm',
+    cpuName: 'WASM',
+    allowFallbackAdapter,
+    noAdapterError: (_seen, why) =>
+      new Error(
+        gpu
+          ? `WebGPU was requested but no adapter is available (in Chromium, check chrome://gpu or --enable-unsafe-webgpu).${why}`
+          : 'WebGPU was requested but this runtime has no navigator.gpu; use device "wasm" or "auto"',
+      ),
+  });
+  return { device, reason };
 }

@@ -10,22 +10,13 @@ import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { messageOf } from '../util/message-of.ts';
+import { decideDevice as decideDeviceFor, type AdapterReport, type DeviceDecision as SharedDecision } from '../embedder/device.ts';
 
 export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;
 export type ServerDevice = (typeof SERVER_DEVICES)[number];
 
-export interface AdapterReport {
-  /** vendor, architecture and description as the adapter reports them. */
-  readonly name: string;
-  /** A software (CPU-emulated) adapter: lavapipe, SwiftShader. */
-  readonly fallback: boolean;
-}
-
-export interface DeviceDecision {
-  readonly device: 'webgpu' | 'cpu';
-  readonly reason: string;
-  readonly adapter?: AdapterReport;
-}
+export type { AdapterReport } from '../embedder/device.ts';
+export type DeviceDecision = SharedDecision<'cpu'>;
 
 /** What to install when WebGPU cannot be had; part of every "no adapter" message. */
 export const WEBGPU_INSTALL_HINT =
@@ -99,26 +90,17 @@ export async function openWebGPU(adapterName = ''): Promise<WebGPUHandle> {
   };
 }
 
-/** Picks the device from what was asked and the adapters seen; throws when `webgpu` cannot be had. */
+/**
+ * Picks the server's device from what was asked and the adapters Dawn offered (the shared rules
+ * of src/embedder/device.ts); throws when `webgpu` was asked for and cannot be had.
+ */
 export function decideDevice(requested: ServerDevice, handle: Pick<WebGPUHandle, 'adapters' | 'errors'> | null, adapterName = ''): DeviceDecision {
-  if (requested === 'cpu') return { device: 'cpu', reason: 'cpu was requested (onnxruntime-node)' };
-  const adapters = handle?.adapters ?? [];
-  const hardware = adapters.find((a) => !a.fallback);
-  const seen = adapters.length ? adapters.map((a) => `${a.name}${a.fallback ? ' (software fallback)' : ''}`).join('; ') : 'none';
-  const errors = handle?.errors.length ? ` Errors: ${handle.errors.join(' | ')}.` : '';
   const wanted = adapterName ? ` matching --gpu-adapter "${adapterName}"` : '';
-  if (requested === 'webgpu') {
-    const adapter = hardware ?? adapters[0];
-    if (!adapter) throw new Error(`--device webgpu: no WebGPU adapter${wanted} is usable. Adapters seen: ${seen}.${errors} Install: ${WEBGPU_INSTALL_HINT}.`);
-    return { device: 'webgpu', adapter, reason: `webgpu was requested; adapter: ${adapter.name}${adapter.fallback ? ' (a software fallback adapter: correct but slow)' : ''}` };
-  }
-  if (hardware) return { device: 'webgpu', adapter: hardware, reason: `auto: WebGPU adapter ${hardware.name}` };
-  return {
-    device: 'cpu',
-    reason: adapters.length
-      ? `auto: the only WebGPU adapters are software fallbacks (${seen}), slower than onnxruntime-node; using cpu`
-      : `auto: no WebGPU adapter${wanted} (${handle?.errors.length ? handle.errors.join(' | ') : 'none found'}); using cpu`,
-  };
+  return decideDeviceFor(requested, { present: handle !== null, adapters: handle?.adapters ?? [], errors: handle?.errors ?? [] }, {
+    cpu: 'cpu',
+    cpuName: 'onnxruntime-node',
+    noAdapterError: (seen, errors) => new Error(`--device webgpu: no WebGPU adapter${wanted} is usable. Adapters seen: ${seen}.${errors} Install: ${WEBGPU_INSTALL_HINT}.`),
+  });
 }
 
 /**

@@ -16,7 +16,7 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
   await expect(page.locator('#load-progress')).toBeVisible();
   await searchAndCheck(page, 'wasm');
   await expect(page.locator('body')).toHaveAttribute('data-backend', 'wasm');
-  await expect(page.locator('#status')).toContainText('Backend: wasm — WASM was requested');
+  await expect(page.locator('#status')).toContainText('Backend: wasm — wasm was requested (WASM)');
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
   expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model.onnx'))).toBe(true);
   expect(requested.some((p) => /ort-wasm-simd-threaded\.asyncify-.*\.wasm$/.test(p))).toBe(true);
