@@ -48,7 +48,7 @@ interface Facts {
 
 type Rule<Cpu extends string> = {
   readonly when: (f: Facts, runtime: DeviceRuntime<Cpu>) => boolean;
-  readonly then: (f: Facts, runtime: DeviceRuntime<Cpu>) => DeviceDecision<Cpu>;
+  readonly decide: (f: Facts, runtime: DeviceRuntime<Cpu>) => DeviceDecision<Cpu>;
 };
 
 const fallbackNote = (a: AdapterReport) => (a.fallback ? ' (a software fallback adapter: correct but slow)' : '');
@@ -56,33 +56,33 @@ const fallbackNote = (a: AdapterReport) => (a.fallback ? ' (a software fallback 
 /** The rules, first match wins. */
 function rules<Cpu extends string>(): Rule<Cpu>[] {
   return [
-    { when: (f, r) => f.requested === r.cpu, then: (_, r) => ({ device: r.cpu, reason: `${r.cpu} was requested (${r.cpuName})` }) },
+    { when: (f, r) => f.requested === r.cpu, decide: (_, r) => ({ device: r.cpu, reason: `${r.cpu} was requested (${r.cpuName})` }) },
     {
       when: (f) => f.requested === 'webgpu' && !f.any,
-      then: (f, r) => {
+      decide: (f, r) => {
         throw r.noAdapterError(f.seen, f.errors);
       },
     },
     {
       when: (f) => f.requested === 'webgpu',
-      then: (f) => ({ device: 'webgpu', adapter: f.hardware ?? f.any, reason: `webgpu was requested; adapter: ${(f.hardware ?? f.any)!.name}${fallbackNote((f.hardware ?? f.any)!)}` }),
+      decide: (f) => ({ device: 'webgpu', adapter: f.hardware ?? f.any, reason: `webgpu was requested; adapter: ${(f.hardware ?? f.any)!.name}${fallbackNote((f.hardware ?? f.any)!)}` }),
     },
-    { when: (f) => f.hardware !== undefined, then: (f) => ({ device: 'webgpu', adapter: f.hardware, reason: `auto: WebGPU adapter ${f.hardware!.name}` }) },
+    { when: (f) => f.hardware !== undefined, decide: (f) => ({ device: 'webgpu', adapter: f.hardware, reason: `auto: WebGPU adapter ${f.hardware!.name}` }) },
     {
       when: (f, r) => f.any !== undefined && r.allowFallbackAdapter === true,
-      then: (f) => ({ device: 'webgpu', adapter: f.any, reason: `auto: WebGPU adapter ${f.any!.name}${fallbackNote(f.any!)}, allowed by the caller` }),
+      decide: (f) => ({ device: 'webgpu', adapter: f.any, reason: `auto: WebGPU adapter ${f.any!.name}${fallbackNote(f.any!)}, allowed by the caller` }),
     },
     {
       when: (f) => f.any !== undefined,
-      then: (f, r) => ({ device: r.cpu, reason: `auto: the only WebGPU adapters are software fallbacks (${f.seen}), slower than ${r.cpuName}; using ${r.cpu}` }),
+      decide: (f, r) => ({ device: r.cpu, reason: `auto: the only WebGPU adapters are software fallbacks (${f.seen}), slower than ${r.cpuName}; using ${r.cpu}` }),
     },
     {
       when: (f) => !f.report.present,
-      then: (_, r) => ({ device: r.cpu, reason: `auto: no WebGPU in this runtime (navigator.gpu is missing); using ${r.cpu}` }),
+      decide: (_, r) => ({ device: r.cpu, reason: `auto: no WebGPU in this runtime (navigator.gpu is missing); using ${r.cpu}` }),
     },
     {
       when: () => true,
-      then: (f, r) => ({ device: r.cpu, reason: `auto: no WebGPU adapter (${f.report.errors.length ? f.report.errors.join(' | ') : 'none found'}); using ${r.cpu}` }),
+      decide: (f, r) => ({ device: r.cpu, reason: `auto: no WebGPU adapter (${f.report.errors.length ? f.report.errors.join(' | ') : 'none found'}); using ${r.cpu}` }),
     },
   ];
 }
@@ -103,5 +103,5 @@ export function decideDevice<Cpu extends string>(requested: 'auto' | 'webgpu' | 
     errors: report.errors.length ? ` Errors: ${report.errors.join(' | ')}.` : '',
   };
   const rule = rules<Cpu>().find((r) => r.when(facts, runtime))!;
-  return rule.then(facts, runtime);
+  return rule.decide(facts, runtime);
 }
