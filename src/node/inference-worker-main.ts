@@ -5,7 +5,9 @@
 // main thread (tokenising on onnxruntime-node's transformers.js) cannot do.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
-import { decideDevice, installOrtWebGPU, openWebGPU, ortWebGPUDevice, type WebGPUHandle } from './webgpu.ts';
+import { decideDevice } from './webgpu/decide.ts';
+import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
+import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
 import { messageOf } from '../util/message-of.ts';
 
 import type { FromInferenceWorker, ToInferenceWorker } from './worker-protocol.ts';

@@ -9,7 +9,7 @@ import { SETTINGS_FILE, parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../embedder/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
-import type { ServerDevice } from './webgpu.ts';
+import type { ServerDevice } from './webgpu/decide.ts';
 import { messageOf } from '../util/message-of.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -37,7 +37,7 @@ export interface LoadModelOptions {
    * a batch runs) or `main` (the calling thread; blocks it during each batch).
    */
   readonly inference?: 'worker' | 'main';
-  /** cpu (default here), webgpu or auto: see src/node/webgpu.ts. WebGPU needs the worker. */
+  /** cpu (default here), webgpu or auto: see src/node/webgpu/. WebGPU needs the worker. */
   readonly device?: ServerDevice;
   /** Picks the WebGPU adapter whose name contains this. */
   readonly gpuAdapter?: string;

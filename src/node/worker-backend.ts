@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import type { TransformersBackendOptions } from '../embedder/transformers-backend.ts';
 import type { EmbeddingBackend } from '../embedder/types.ts';
-import type { ServerDevice } from './webgpu.ts';
+import type { ServerDevice } from './webgpu/decide.ts';
 import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';
 
 export interface InferenceWorkerData extends TransformersBackendOptions {

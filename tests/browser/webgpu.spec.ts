@@ -9,7 +9,7 @@ test('runs the WebGPU path on a software adapter and ranks the same passage firs
   await page.goto('/?device=webgpu');
   await searchAndCheck(page, 'webgpu');
   await expect(page.locator('body')).toHaveAttribute('data-backend', 'webgpu');
-  await expect(page.locator('#status')).toContainText('WebGPU was requested; adapter:');
+  await expect(page.locator('#status')).toContainText('webgpu was requested; adapter:');
   expect(external).toEqual([]);
   const local = await create(page, { model: 'legal-2-embedder', texts: PARITY_TEXTS.slice(0, 2), task: 'retrieval/document', dimensions: 128 });
   const expected = await nodeVectors(PARITY_TEXTS.slice(0, 2), 128);

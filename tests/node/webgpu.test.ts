@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR, loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/load-model.ts';
-import { decideDevice } from '../../src/node/webgpu.ts';
+import { decideDevice } from '../../src/node/webgpu/decide.ts';
 import type { Embedder, EmbedInput } from '../../src/embedder/types.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
