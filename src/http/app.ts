@@ -2,16 +2,7 @@
 // failure answered as a problem through problemResponse().
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
-import {
-  buildEmbeddingResponse,
-  DEFAULT_MODEL_NAME,
-  HOP_BY_HOP_HEADERS,
-  problem,
-  validateInvocationRequest,
-  textsOf,
-  validateEmbeddingRequest,
-  type Problem,
-} from '../contract/index.ts';
+import { buildEmbeddingResponse, DEFAULT_MODEL_NAME, problem, textsOf, validateEmbeddingRequest, type Problem } from '../contract/index.ts';
 import { answerRerankRequest, rerankNotServed } from '../embedder/rerank-request.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { renderDocsPage } from './docs-page.ts';
@@ -19,6 +10,8 @@ import { renderErrorsPage } from './errors-page.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { problemResponse } from './problem-response.ts';
 import { readJsonBody } from './read-body.ts';
+import { createInvocationsHandler, innerCallOf } from './invocations.ts';
+import type { Route } from './routes.ts';
 
 export type { Authenticate, Resource } from '../auth/records.ts';
 import type { Authenticate, Resource } from '../auth/records.ts';
@@ -102,14 +95,12 @@ export function createApp(options: AppOptions): Hono<Env> {
       () => ({ ok: false, problem: problem('unavailable', 'the model failed to load, so this server cannot answer; the server log says why (fix the model folder, then restart)') }),
     );
   const fail = (c: Context<Env>, p: Problem) => problemResponse(p, docsUrlOf(c));
-  const refusal = (c: Context<Env>, resource: Resource) => authenticate({ authorization: c.req.header('authorization') ?? null, resource });
-  const routes = new Map<string, string[]>();
   const app = new Hono<Env>();
-  const innerRequests = new WeakSet<Request>();
 
-  // Request id, structured log and metrics, once per request (not again for /invocations' inner call).
+  // Request id, structured log and metrics, once per request (an /invocations inner call only
+  // reports its token count back to the outer request, which logs it).
   app.use(async (c, next) => {
-    const inner = innerRequests.has(c.req.raw);
+    const inner = innerCallOf(c);
     const given = c.req.header('x-request-id');
     const requestId = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     c.set('requestId', requestId);
@@ -117,12 +108,10 @@ export function createApp(options: AppOptions): Hono<Env> {
     await next();
     c.res.headers.set('x-request-id', requestId);
     if (inner) {
-      // Hand the token count to the outer /invocations request, which logs it (and strips this).
-      const tokens = c.get('inputTokens');
-      if (tokens) c.res.headers.set('x-lexembed-input-tokens', String(tokens));
+      inner.inputTokens = c.get('inputTokens') ?? null;
       return;
     }
-    const route = c.req.routePath && c.req.routePath !== '/*' && routes.has(c.req.routePath) ? c.req.routePath : 'unmatched';
+    const route = c.req.routePath && c.req.routePath !== '/*' && allowed.has(c.req.routePath) ? c.req.routePath : 'unmatched';
     const seconds = (performance.now() - started) / 1000;
     const inputTokens = c.get('inputTokens') ?? null;
     options.metrics?.observeRequest({ route, method: c.req.method, status: c.res.status, seconds, inputTokens });
@@ -133,116 +122,173 @@ export function createApp(options: AppOptions): Hono<Env> {
     app.use(cors({ origin: origins.includes('*') ? '*' : origins, allowHeaders: ['authorization', 'content-type', 'x-request-id'], exposeHeaders: ['x-request-id', 'retry-after'], maxAge: 600 }));
   }
 
-  const route = (method: 'GET' | 'POST', path: string, handler: (c: Context<Env>) => Promise<Response> | Response) => {
-    routes.set(path, [...(routes.get(path) ?? []), method]);
-    app.on(method, path, handler);
-  };
+  const BODY_PROBLEMS = ['requestTooLarge', 'internal', 'unavailable'] as const;
+  const table: Route<Env>[] = [
+    {
+      method: 'POST',
+      path: '/v1/embeddings',
+      operationId: 'createEmbeddings',
+      summary: 'Vectorize one text or several texts',
+      tags: ['embeddings'],
+      resource: 'embeddings',
+      body: 'EmbeddingRequest',
+      ok: { description: 'One embedding per input text, with its index', json: 'EmbeddingResponse' },
+      problems: ['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
+      operation: true,
+      async handler(c) {
+        const body = await readJsonBody(c.req.raw, maxBodyBytes);
+        if (!body.ok) return fail(c, body.problem);
+        const loadedModel = await model();
+        if (!loadedModel.ok) return fail(c, loadedModel.problem);
+        const embedder = loadedModel.value;
+        const request = validateEmbeddingRequest(body.value, embedder);
+        if (!request.ok) return fail(c, request.problem);
+        const { task, overflow_strategy, dimensions } = request.value;
+        const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions }, { signal: c.req.raw.signal });
+        if (!result.ok) return fail(c, result.problem);
+        c.set('inputTokens', result.value.inputTokens);
+        return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/rerankings',
+      operationId: 'createRerankings',
+      summary: 'Rank texts by relevance to a query (embedding similarity and BM25 over the request, per chunk, calibrated to 0–1)',
+      tags: ['rerankings'],
+      resource: 'rerankings',
+      body: 'RerankRequest',
+      ok: { description: 'The texts by score, highest first, with their indices', json: 'RerankResponse' },
+      problems: ['validation', ...BODY_PROBLEMS],
+      operation: true,
+      requires: 'reranker',
+      async handler(c) {
+        const loadedModel = await model();
+        if (!loadedModel.ok) return fail(c, loadedModel.problem);
+        const embedder = loadedModel.value;
+        // Without a reranker the route is not served: say so before reading the body.
+        if (!embedder.reranker) return fail(c, rerankNotServed(embedder));
+        const body = await readJsonBody(c.req.raw, maxBodyBytes);
+        if (!body.ok) return fail(c, body.problem);
+        const result = await answerRerankRequest(embedder, body.value, { signal: c.req.raw.signal });
+        if (!result.ok) return fail(c, result.problem);
+        c.set('inputTokens', result.value.usage.input_tokens);
+        return c.json(result.value);
+      },
+    },
+    ...OTHER_OPERATIONS.map(({ path, resource }) => notServed(path, resource)),
+    {
+      method: 'GET',
+      path: '/health',
+      operationId: 'health',
+      summary: 'Readiness: 200 once the model is loaded',
+      ok: {
+        description: 'Ready',
+        media: 'application/json',
+        schema: { type: 'object', properties: { status: { const: 'ok' }, model: { type: 'string' }, backend: { type: 'string' } }, required: ['status'] },
+      },
+      problems: ['unavailable'],
+      handler(c) {
+        if (loaded) return c.json({ status: 'ok', model: loaded.modelName, backend: loaded.backendName });
+        const detail = loadError ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
+        return fail(c, problem('unavailable', detail, { 'retry-after': '1' }));
+      },
+    },
+    ...(proxyMode
+      ? ([
+          {
+            method: 'GET',
+            path: '/ping',
+            operationId: 'ping',
+            summary: 'Container health: 200 once the model is loaded, 503 before',
+            ok: { description: 'Ready' },
+            responses: { '503': { description: 'Loading' } },
+            handler: (c) => (loaded ? c.json({ status: 'ok' }) : c.json({ status: loadError ? 'failed' : 'loading' }, 503)),
+          },
+          {
+            // Registered only in proxy mode, where no route needs a key: it cannot bypass authentication.
+            method: 'POST',
+            path: '/invocations',
+            operationId: 'invoke',
+            summary: 'Proxy endpoint of private deployments: answers exactly what the named route answers',
+            body: 'InvocationRequest',
+            ok: { description: "The proxied route's response", json: 'EmbeddingResponse' },
+            problems: ['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
+            operation: true,
+            handler: createInvocationsHandler({ dispatch: (request, env) => app.fetch(request, env), maxBodyBytes, fail }),
+          },
+        ] satisfies Route<Env>[])
+      : []),
+    { method: 'GET', path: '/openapi.json', operationId: 'openapi', summary: 'This document', ok: { description: 'OpenAPI 3.1 document', media: 'application/json', schema: { type: 'object' } }, handler: async (c) => c.json(await openApi()) },
+    { method: 'GET', path: '/docs', operationId: 'docs', summary: 'API reference page', ok: { description: 'HTML page', media: 'text/html' }, handler: async (c) => c.html(renderDocsPage(await openApi(), '/docs/api-reference/errors')) },
+    {
+      method: 'GET',
+      path: '/docs/api-reference/errors',
+      operationId: 'errors',
+      summary: 'The errors page every problem type links to',
+      ok: { description: 'HTML page', media: 'text/html' },
+      handler: (c) => c.html(renderErrorsPage()),
+    },
+    ...(options.metrics
+      ? [
+          {
+            method: 'GET',
+            path: '/metrics',
+            operationId: 'metrics',
+            summary: 'Prometheus metrics',
+            ok: { description: 'Prometheus text exposition format', media: 'text/plain' },
+            async handler(c) {
+              const { contentType, body } = await options.metrics!.render();
+              return c.body(body, 200, { 'content-type': contentType });
+            },
+          } satisfies Route<Env>,
+        ]
+      : []),
+  ];
 
-  route('POST', '/v1/embeddings', async (c) => {
-    const refused = await refusal(c, 'embeddings');
-    if (refused) return fail(c, refused);
-    const body = await readJsonBody(c.req.raw, maxBodyBytes);
-    if (!body.ok) return fail(c, body.problem);
-    const loadedModel = await model();
-    if (!loadedModel.ok) return fail(c, loadedModel.problem);
-    const embedder = loadedModel.value;
-    const request = validateEmbeddingRequest(body.value, embedder);
-    if (!request.ok) return fail(c, request.problem);
-    const { task, overflow_strategy, dimensions } = request.value;
-    const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions }, { signal: c.req.raw.signal });
-    if (!result.ok) return fail(c, result.problem);
-    c.set('inputTokens', result.value.inputTokens);
-    return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
-  });
-
-  route('POST', '/v1/rerankings', async (c) => {
-    const refused = await refusal(c, 'rerankings');
-    if (refused) return fail(c, refused);
-    const loadedModel = await model();
-    if (!loadedModel.ok) return fail(c, loadedModel.problem);
-    const embedder = loadedModel.value;
-    // Without a reranker the route is not served: say so before reading the body.
-    if (!embedder.reranker) return fail(c, rerankNotServed(embedder));
-    const body = await readJsonBody(c.req.raw, maxBodyBytes);
-    if (!body.ok) return fail(c, body.problem);
-    const result = await answerRerankRequest(embedder, body.value, { signal: c.req.raw.signal });
-    if (!result.ok) return fail(c, result.problem);
-    c.set('inputTokens', result.value.usage.input_tokens);
-    return c.json(result.value);
-  });
-
-  for (const { path, resource } of OTHER_OPERATIONS) {
-    route('POST', path, async (c) => {
-      const refused = await refusal(c, resource);
-      if (refused) return fail(c, refused);
-      return fail(c, problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`));
-    });
+  /** A route of the API this deployment does not serve: authenticated like every operation, then a 404. */
+  function notServed(path: string, resource: Resource): Route<Env> {
+    const operationId = path.replace(/^\/v1\//, '').replace(/\W+(\w)/g, (_, ch: string) => ch.toUpperCase());
+    return {
+      method: 'POST',
+      path,
+      operationId,
+      summary: 'Part of the API, not served by this deployment: authenticated, then 404',
+      resource,
+      operation: true,
+      handler: (c) => fail(c, problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`)),
+    };
   }
 
-  route('GET', '/health', (c) => {
-    if (loaded) return c.json({ status: 'ok', model: loaded.modelName, backend: loaded.backendName });
-    const detail = loadError ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
-    return fail(c, problem('unavailable', detail, { 'retry-after': '1' }));
-  });
-
-  if (proxyMode) {
-    route('GET', '/ping', (c) => (loaded ? c.json({ status: 'ok' }) : c.json({ status: loadError ? 'failed' : 'loading' }, 503)));
-
-    // Dispatches to the same routes in-process and returns their status, type and body as-is.
-    // Registered only in proxy mode, where no route needs a key: it cannot bypass authentication.
-    route('POST', '/invocations', async (c) => {
-      const body = await readJsonBody(c.req.raw, maxBodyBytes);
-      if (!body.ok) return fail(c, body.problem);
-      const invocation = validateInvocationRequest(body.value);
-      if (!invocation.ok) return fail(c, invocation.problem);
-      const { path, method, headers, data } = invocation.value;
-      const forwarded = new Headers();
-      for (const [name, value] of Object.entries(headers ?? {})) {
-        if (!(HOP_BY_HOP_HEADERS as readonly string[]).includes(name.toLowerCase())) forwarded.set(name, value);
+  // The table drives the Hono routes: authentication first wherever a resource is named.
+  const allowed = new Map<string, string[]>();
+  for (const r of table) {
+    allowed.set(r.path, [...(allowed.get(r.path) ?? []), r.method]);
+    app.on(r.method, r.path, async (c) => {
+      if (r.resource) {
+        const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: r.resource });
+        if (refused) return fail(c, refused);
       }
-      const hasBody = data !== null && method !== 'GET' && method !== 'HEAD';
-      if (hasBody && !forwarded.has('content-type')) forwarded.set('content-type', 'application/json');
-      forwarded.set('x-request-id', c.get('requestId'));
-      // On the outer request's origin, so problem types in the answer resolve where the caller is.
-      const innerRequest = new Request(new URL(path, c.req.url), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined, signal: c.req.raw.signal });
-      innerRequests.add(innerRequest);
-      const inner = await app.fetch(innerRequest);
-      const tokens = inner.headers.get('x-lexembed-input-tokens');
-      const responseHeaders = new Headers(inner.headers);
-      for (const name of HOP_BY_HOP_HEADERS) responseHeaders.delete(name);
-      responseHeaders.delete('x-lexembed-input-tokens');
-      if (tokens) c.set('inputTokens', Number(tokens));
-      return new Response(inner.body, { status: inner.status, headers: responseHeaders });
+      return r.handler(c);
     });
   }
 
+  // …and /openapi.json, from the same rows (a route the loaded model cannot serve is documented as such).
   const openApi = async () => {
     const embedder = await embedderPromise.catch(() => undefined); // a failed model still has its document
     return buildOpenApiDocument({
       modelName: embedder?.modelName ?? DEFAULT_MODEL_NAME,
       rerankModelName: embedder?.reranker?.rerankModelName ?? null,
       docsUrl,
-      deployment: proxyMode ? 'proxy' : 'api',
       authenticated: !proxyMode && options.authenticate !== undefined,
-      metrics: options.metrics !== undefined,
-      otherOperations: [...OTHER_OPERATIONS.map((o) => o.path), ...(embedder?.reranker ? [] : ['/v1/rerankings'])],
+      routes: table.map((r) => (r.requires === 'reranker' && !embedder?.reranker ? notServed(r.path, r.resource!) : r)),
     });
   };
-  route('GET', '/openapi.json', async (c) => c.json(await openApi()));
-  route('GET', '/docs', async (c) => c.html(renderDocsPage(await openApi(), '/docs/api-reference/errors')));
-  route('GET', '/docs/api-reference/errors', (c) => c.html(renderErrorsPage()));
-  if (options.metrics) {
-    const metrics = options.metrics;
-    route('GET', '/metrics', async (c) => {
-      const { contentType, body } = await metrics.render();
-      return c.body(body, 200, { 'content-type': contentType });
-    });
-  }
 
   app.notFound((c) => {
-    const allowed = routes.get(c.req.path);
-    if (allowed) {
-      return fail(c, problem('methodNotAllowed', `${c.req.method} is not allowed on ${c.req.path}; use ${allowed.join(' or ')}`, { allow: allowed.join(', ') }));
+    const methods = allowed.get(c.req.path);
+    if (methods) {
+      return fail(c, problem('methodNotAllowed', `${c.req.method} is not allowed on ${c.req.path}; use ${methods.join(' or ')}`, { allow: methods.join(', ') }));
     }
     return fail(c, problem('notFound', `no route at ${c.req.path.slice(0, 200)}; the embeddings endpoint is POST /v1/embeddings`));
   });

@@ -99,3 +99,22 @@ describe('proxy deployment', () => {
     expect((await guarded.request('/ping')).status).toBe(404);
   });
 });
+
+describe('proxy deployment: logs and metrics', () => {
+  it('an invocation is one request record, under /invocations, with the inner route\'s token count; no private header leaks', async () => {
+    const records: { route: string; input_tokens: number | null; status: number }[] = [];
+    const observed: { route: string; inputTokens: number | null }[] = [];
+    const app = createApp({
+      embedder: embedder(),
+      deployment: 'proxy',
+      log: (r) => records.push(r),
+      metrics: { observeRequest: (r) => observed.push(r), render: async () => ({ contentType: 'text/plain', body: '' }) },
+    });
+    const res = await invoke(app, { path: '/v1/embeddings', data: { model: 'legal-2-embedder', texts: ['a b', 'c'] } });
+    expect(res.status).toBe(200);
+    const { usage } = (await res.json()) as { usage: { input_tokens: number } };
+    expect(records).toEqual([expect.objectContaining({ route: '/invocations', status: 200, input_tokens: usage.input_tokens })]);
+    expect(observed).toEqual([expect.objectContaining({ route: '/invocations', inputTokens: usage.input_tokens })]);
+    expect([...res.headers.keys()].filter((h) => h.startsWith('x-lexembed'))).toEqual([]);
+  });
+});

@@ -1,0 +1,36 @@
+// The route table's shape: each route as data (method, path, the key resource it needs, its
+// request and response schemas, the problems it answers with) beside its handler. The app
+// registers its Hono routes from the table and /openapi.json is generated from the same rows, so
+// a route cannot be served undocumented or documented unserved.
+import type { Context } from 'hono';
+import type { Resource } from '../auth/records.ts';
+import type { ProblemCode } from '../contract/index.ts';
+
+export type Method = 'GET' | 'POST';
+
+/** What /openapi.json says of a route. */
+export interface RouteDoc {
+  readonly method: Method;
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly tags?: readonly string[];
+  /** The API-key resource the route needs; absent for open routes (health, docs). */
+  readonly resource?: Resource;
+  /** Name of the components.schemas entry its JSON body follows. */
+  readonly body?: string;
+  /** Its success response: a JSON schema by components name, or a media type with a schema. */
+  readonly ok?: { readonly description: string; readonly json?: string; readonly media?: string; readonly schema?: Record<string, unknown> };
+  /** Problems it answers with, besides authentication's (added where keys are on). */
+  readonly problems?: readonly ProblemCode[];
+  /** An API operation: 404 and 405 problems for wrong paths and methods are documented with it. */
+  readonly operation?: boolean;
+  /** Served only when the loaded model has this (documented as not served otherwise). */
+  readonly requires?: 'reranker';
+  /** Other responses, as OpenAPI response objects by status. */
+  readonly responses?: Readonly<Record<string, unknown>>;
+}
+
+export interface Route<E extends object> extends RouteDoc {
+  readonly handler: (c: Context<E>) => Response | Promise<Response>;
+}
