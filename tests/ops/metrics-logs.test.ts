@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/key-format.ts';
 import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
-import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
+import { runCli, startServe, waitForOutput, type ServerProcess } from '../support/cli.ts';
 
 const SECRET_TEXT = 'Confidential settlement amount of 4,812,337 dollars';
 
@@ -51,7 +51,7 @@ describe('metrics and logs', () => {
     const res = await embed({ 'x-request-id': 'log-check-1' });
     const { usage } = await res.json();
     await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'x-request-id': 'log-check-2' } });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitForOutput(server, /"request_id":"log-check-2"/);
     const records = logRecords();
     const ok = records.find((r) => r.request_id === 'log-check-1');
     expect(ok).toMatchObject({ level: 'info', msg: 'request', method: 'POST', route: '/v1/embeddings', status: 200, input_tokens: usage.input_tokens });
@@ -95,7 +95,7 @@ describe('metrics and logs', () => {
     });
     expect(res.status).toBe(200);
     const { usage } = await res.json();
-    await new Promise((r) => setTimeout(r, 100));
+    await waitForOutput(server, /"request_id":"rerank-log-1"/);
     expect(logRecords().find((r) => r.request_id === 'rerank-log-1')).toMatchObject({ route: '/v1/rerankings', status: 200, input_tokens: usage.input_tokens });
     expect((await tokensTotal()) - before).toBe(usage.input_tokens);
     expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/lexembed_http_requests_total\{route="\/v1\/rerankings",method="POST",status="200"\} 1/);

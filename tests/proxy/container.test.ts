@@ -40,21 +40,27 @@ describe('lexembed serve --deployment proxy', () => {
     // connection still in the kernel's accept queue when the listener closes is reset by the
     // OS, which no server can drain (platforms stop routing before they send SIGTERM).
     const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-    const send = (method: string, path: string, body?: string) =>
-      new Promise<number>((resolve, reject) => {
+    const send = (method: string, path: string, body?: string) => {
+      let sent!: () => void;
+      const written = new Promise<void>((r) => (sent = r));
+      const status = new Promise<number>((resolve, reject) => {
         const req = httpRequest(`${server.url}${path}`, { method, agent, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode!));
         });
         req.on('error', reject);
+        req.on('finish', () => sent()); // the whole request is handed to the socket
         req.end(body);
       });
-    await Promise.all(Array.from({ length: 8 }, () => send('GET', '/ping')));
+      return { status, written };
+    };
+    await Promise.all(Array.from({ length: 8 }, () => send('GET', '/ping').status));
     const body = JSON.stringify({ path: '/v1/embeddings', data: { model: 'legal-2-embedder', texts } });
     const inflight = Array.from({ length: 8 }, () => send('POST', '/invocations', body));
-    await new Promise((r) => setTimeout(r, 20));
+    // SIGTERM once every request is on its (already accepted) connection: an event, not a delay.
+    await Promise.all(inflight.map((r) => r.written));
     const exit = server.stop();
-    expect(await Promise.all(inflight)).toEqual(Array(8).fill(200));
+    expect(await Promise.all(inflight.map((r) => r.status))).toEqual(Array(8).fill(200));
     agent.destroy();
     expect(await exit).toBe(0);
     expect(server.output()).toContain('SIGTERM: closing');

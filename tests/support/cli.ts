@@ -42,3 +42,20 @@ export async function startServe(args: string[], env: Record<string, string> = {
   };
   return { child, url, output: () => output, stop };
 }
+
+/**
+ * Resolves once the server has printed a line matching `pattern` (its log records arrive on
+ * stdout after the response): waits for output events, not for a fixed time.
+ */
+export function waitForOutput(server: ServerProcess, pattern: RegExp, timeoutMs = 30_000): Promise<void> {
+  if (pattern.test(server.output())) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => (done(), reject(new Error(`no output matching ${pattern} within ${timeoutMs} ms:\n${server.output().slice(-2000)}`))), timeoutMs);
+    const check = () => pattern.test(server.output()) && (done(), resolve());
+    const done = () => (clearTimeout(timer), server.child.stdout!.off('data', later), server.child.stderr!.off('data', later));
+    // After the ServerProcess's own listeners have appended the chunk.
+    const later = () => setImmediate(check);
+    server.child.stdout!.on('data', later);
+    server.child.stderr!.on('data', later);
+  });
+}
