@@ -1,10 +1,8 @@
 // The real Node server (the `lexembed serve` process) on a free port, called over HTTP.
-import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../../src/node/load-model.ts';
-import { CLI, startServe } from '../support/cli.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { startServe } from '../support/cli.ts';
 
 describe('lexembed serve', () => {
   let server: Awaited<ReturnType<typeof startServe>>;
@@ -54,34 +52,5 @@ describe('lexembed serve', () => {
     const code = await exited;
     expect(code, server.output()).toBe(0);
     expect(server.output()).toContain('SIGTERM');
-  });
-});
-
-describe('lexembed CLI errors', () => {
-  const run = (args: string[], env: Record<string, string> = {}) =>
-    new Promise<{ code: number | null; out: string }>((resolve) => {
-      const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
-      let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      child.stderr.on('data', (d) => (out += d));
-      child.on('exit', (code) => resolve({ code, out }));
-    });
-
-  it('--help lists every option with its environment variable and default', async () => {
-    const { code, out } = await run(['serve', '--help']);
-    expect(code).toBe(0);
-    for (const s of ['--port', 'PORT', 'default: 8080', '--host', '--model', '--max-body-bytes', '--docs-url']) expect(out).toContain(s);
-  });
-
-  it('an invalid value stops start-up naming the option', async () => {
-    const { code, out } = await run(['serve', '--port', 'eighty']);
-    expect(code).toBe(2);
-    expect(out).toContain('--port (PORT) must be an integer from 0 to 65535; got "eighty"');
-  });
-
-  it('a model folder without lexembed.json fails with a clear message', async () => {
-    const { code, out } = await run(['serve', '--no-auth', '--port', '0', '--model', join(PROJECT_ROOT, 'tests')]);
-    expect(code).toBe(1);
-    expect(out).toMatch(/model folder .* has no config\.json/);
   });
 });

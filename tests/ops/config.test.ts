@@ -19,6 +19,7 @@ describe('lexembed serve configuration', () => {
   });
 
   it.each([
+    [['--port', 'eighty'], '--port (PORT) must be an integer from 0 to 65535; got "eighty"'],
     [['--deployment', 'cloud'], '--deployment (LEXEMBED_DEPLOYMENT) must be "api" or "proxy"; got "cloud"'],
     [['--store', 'postgres'], '--store (LEXEMBED_STORE) must be "file" or "redis"; got "postgres"'],
     [['--max-body-bytes=-5'], '--max-body-bytes (LEXEMBED_MAX_BODY_BYTES) must be a positive integer; got "-5"'],

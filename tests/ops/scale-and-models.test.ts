@@ -83,6 +83,12 @@ describe('serving any model folder', () => {
     expect(r.stderr).toMatch(/model folder .*bare has no lexembed\.json; write one with max_input_tokens and dimensions/);
   });
 
+  it('a folder that is no model folder at all (no config.json) fails with a clear message', async () => {
+    const r = await runCli(['serve', '--no-auth', '--port', '0', '--model', join(dir, 'nothing-here')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/model folder .*nothing-here has no config\.json/);
+  });
+
   it('an invalid settings file names the field', async () => {
     cpSync(join(dir, 'my-model'), join(dir, 'broken'), { recursive: true });
     writeFileSync(join(dir, 'broken', 'lexembed.json'), JSON.stringify({ max_input_tokens: 'lots', dimensions: { default: 8, max: 4 } }));
