@@ -1,16 +1,30 @@
 // One conformance suite for every KeyStore implementation.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { KeyStore } from '../../src/auth/store.ts';
 import { createKey, createStoreAuthenticator, setAccount } from '../../src/auth/service.ts';
 import { newAccount } from '../../src/auth/records.ts';
 
-export function describeKeyStore(name: string, open: () => Promise<{ store: KeyStore; reopen?: () => Promise<KeyStore>; cleanup?: () => Promise<void> }>) {
+export interface KeyStoreHarness {
+  /** A new, empty store for one test, and where it persists, a way to open the same data again. */
+  fresh(): Promise<{ store: KeyStore; reopen?: () => Promise<KeyStore> }>;
+  cleanup?(): Promise<void>;
+}
+
+export interface KeyStoreCapabilities {
+  /** Keys survive closing the store and opening it again (file, Redis; not memory). */
+  readonly persists: boolean;
+}
+
+/** Every test gets a fresh, empty store; what a store cannot do is declared, and skipped visibly. */
+export function describeKeyStore(name: string, setup: () => Promise<KeyStoreHarness>, capabilities: KeyStoreCapabilities) {
   describe(`KeyStore conformance: ${name}`, () => {
+    let harness: KeyStoreHarness;
     let store: KeyStore;
     let reopen: (() => Promise<KeyStore>) | undefined;
-    let cleanup: (() => Promise<void>) | undefined;
-    beforeAll(async () => void ({ store, reopen, cleanup } = await open()));
-    afterAll(async () => (await store?.close(), await cleanup?.()));
+    beforeAll(async () => void (harness = await setup()));
+    beforeEach(async () => void ({ store, reopen } = await harness.fresh()));
+    afterEach(async () => void (await store?.close()));
+    afterAll(async () => void (await harness?.cleanup?.()));
 
     it('stores a key by hash only and finds it', async () => {
       const { key, record } = await createKey(store, { account: 'acme' });
@@ -36,10 +50,11 @@ export function describeKeyStore(name: string, open: () => Promise<{ store: KeyS
       expect(await store.getAccount('fresh')).toEqual(newAccount('fresh'));
     });
 
-    it('lists keys and accounts', async () => {
+    it('lists keys and accounts: exactly those made', async () => {
+      expect(await store.listKeys()).toEqual([]);
       const { record } = await createKey(store, { account: 'lister' });
-      expect((await store.listKeys()).map((k) => k.id)).toContain(record.id);
-      expect((await store.listAccounts()).map((a) => a.id)).toContain('lister');
+      expect((await store.listKeys()).map((k) => k.id)).toEqual([record.id]);
+      expect((await store.listAccounts()).map((a) => a.id)).toEqual(['lister']);
     });
 
     it('revokes by id, keeping the first revocation time; unknown ids give null', async () => {
@@ -65,10 +80,9 @@ export function describeKeyStore(name: string, open: () => Promise<{ store: KeyS
       expect((await auth({ authorization: `Bearer ${key}`, resource: 'embeddings' }))?.code).toBe('accountOverdue');
     });
 
-    it('keeps keys across a reopen', async () => {
-      if (!reopen) return;
+    it.skipIf(!capabilities.persists)('keeps keys across a reopen', async () => {
       const { record } = await createKey(store, { account: 'durable' });
-      const again = await reopen();
+      const again = await reopen!();
       try {
         expect(await again.findKeyByHash(record.hash)).toEqual(record);
       } finally {

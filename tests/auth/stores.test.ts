@@ -10,17 +10,40 @@ import { createKey } from '../../src/auth/service.ts';
 import { startRedis } from '../support/redis.ts';
 import { describeKeyStore } from './store-conformance.ts';
 
-describeKeyStore('memory', async () => ({ store: createMemoryKeyStore() }));
+describeKeyStore('memory', async () => ({ fresh: async () => ({ store: createMemoryKeyStore() }) }), { persists: false });
 
-describeKeyStore('file', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'lexembed-keys-'));
-  return { store: createFileKeyStore(dir), reopen: async () => createFileKeyStore(dir), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-});
+describeKeyStore(
+  'file',
+  async () => {
+    const root = mkdtempSync(join(tmpdir(), 'lexembed-keys-'));
+    let n = 0;
+    return {
+      async fresh() {
+        const dir = join(root, String(n++));
+        return { store: createFileKeyStore(dir), reopen: async () => createFileKeyStore(dir) };
+      },
+      cleanup: async () => rmSync(root, { recursive: true, force: true }),
+    };
+  },
+  { persists: true },
+);
 
-describeKeyStore('redis', async () => {
-  const redis = await startRedis();
-  return { store: createRedisKeyStore(redis.url), reopen: async () => createRedisKeyStore(redis.url), cleanup: redis.stop };
-});
+describeKeyStore(
+  'redis',
+  async () => {
+    const redis = await startRedis();
+    let n = 0;
+    return {
+      // A key prefix of its own per test: an empty store on the same server.
+      async fresh() {
+        const prefix = `lexembed-test-${n++}:`;
+        return { store: createRedisKeyStore(redis.url, prefix), reopen: async () => createRedisKeyStore(redis.url, prefix) };
+      },
+      cleanup: redis.stop,
+    };
+  },
+  { persists: true },
+);
 
 it('file store: concurrent writers from two store instances lose nothing', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'lexembed-keys-'));

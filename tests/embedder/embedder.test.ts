@@ -2,5 +2,9 @@
 // onnxruntime-node (tests/node/webgpu.test.ts runs the same suite on WebGPU).
 import { loadModelFolder, TEST_MODEL_DIR } from '../../src/node/load-model.ts';
 import { describeEmbedderConformance } from './conformance.ts';
+import { createEmbedder } from '../../src/embedder/embedder.ts';
+import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';
 
 describeEmbedderConformance('cpu (onnxruntime-node), test model', () => loadModelFolder(TEST_MODEL_DIR, { device: 'cpu' }), { exactRepeat: true });
+// The same suite on the deterministic fake backend: the fake obeys the contract the real ones do.
+describeEmbedderConformance('fake backend', async () => createEmbedder(fakeSettings(), createFakeBackend()), { exactRepeat: true });
