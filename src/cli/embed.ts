@@ -1,7 +1,7 @@
 // `lexembed embed`: embeds a corpus file into JSONL ({id, embedding}) with the bundled model or a
 // remote server, with a progress bar; restartable: rows already in the output are skipped and a
 // torn last line (from an interruption) is cut off, so nothing is lost or duplicated.
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, truncateSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { Lexembed } from '../client/index.ts';
 import { TASKS } from '../contract/index.ts';
@@ -64,9 +64,23 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   const corpus = { format, idField: config['id-field'], textField: config['text-field'] };
   if (config.remote && config['batch-size'] > 128) throw new UsageError('lexembed embed: --batch-size must be at most 128 with --remote (the API limit)');
 
-  const done = resumeOutput(config.output, err);
+  // Rows are written in input order, so the output's last row says how far an earlier run got.
+  const lastId = resumePoint(config.output, err);
   let total = 0;
-  for await (const row of readCorpus(input, corpus)) if ('id' in row) total++;
+  let already = 0;
+  let found = lastId === null;
+  const counted = new Set<string>();
+  for await (const row of readCorpus(input, corpus)) {
+    if (!('id' in row)) continue;
+    total++;
+    if (!found && !counted.has(row.id)) (counted.add(row.id), already++);
+    if (row.id === lastId) found = true;
+  }
+  counted.clear();
+  if (!found) {
+    throw new UsageError(`lexembed embed: ${config.output} ends with id "${lastId}", which ${input} does not hold: it was written from another input; choose another --output`);
+  }
+  if (already) err(`lexembed embed: resuming after id "${lastId}": ${already} rows already in ${config.output}`);
 
   const task = config.task || null;
   const dimensions = config.dimensions === '' ? null : config.dimensions;
@@ -87,9 +101,10 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     };
   }
 
-  const progress = createProgress(total, done.size, config.progress, err);
+  const progress = createProgress(total, already, config.progress, err);
   const fd = openSync(config.output, 'a');
-  const seen = new Set(done);
+  const seen = new Set<string>();
+  let resuming = lastId !== null;
   const bad: string[] = [];
   let batch: { id: string; text: string }[] = [];
   let written = 0;
@@ -104,8 +119,12 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   };
   try {
     for await (const row of readCorpus(input, corpus)) {
+      if (resuming) {
+        // Up to and including the output's last row: handled by the earlier run.
+        if ('id' in row) (seen.add(row.id), (resuming = row.id !== lastId));
+        continue;
+      }
       if ('error' in row || seen.has(row.id)) {
-        if ('id' in row && done.has(row.id)) continue; // written by an earlier run
         const why = 'error' in row ? row.error : `duplicate id "${row.id}"`;
         if (config['on-error'] === 'stop') {
           progress.end();
@@ -128,35 +147,55 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   progress.end();
   for (const line of bad.slice(0, 20)) err(`skipped ${line}`);
   if (bad.length > 20) err(`skipped ${bad.length - 20} more bad rows`);
-  out(`embedded ${written} rows into ${config.output} (${done.size} already there, ${bad.length} skipped)`);
+  out(`embedded ${written} rows into ${config.output} (${already} already there, ${bad.length} skipped)`);
   return 0;
 }
 
-/** Ids already in the output; cuts a torn last line left by an interrupted run. */
-function resumeOutput(path: string, err: (s: string) => void): Set<string> {
-  const ids = new Set<string>();
-  if (!existsSync(path) || statSync(path).size === 0) return ids;
-  const content = readFileSync(path, 'utf8');
-  const totalBytes = Buffer.byteLength(content); // once: measuring it per line made resuming quadratic
+/**
+ * The id of the output's last complete row, reading only the file's tail; cuts a torn last line
+ * left by an interrupted run. null for a missing or empty output.
+ */
+function resumePoint(path: string, err: (s: string) => void): string | null {
+  if (!existsSync(path)) return null;
+  const size = statSync(path).size;
+  if (size === 0) return null;
+  const fd = openSync(path, 'r');
   let keep = 0;
-  let offset = 0;
-  for (const line of content.split('\n')) {
-    const end = offset + Buffer.byteLength(line) + 1;
-    if (end > totalBytes) break; // no newline after it: torn
-    try {
-      const row = JSON.parse(line);
-      if (typeof row.id !== 'string' || !Array.isArray(row.embedding)) break;
-      ids.add(row.id);
-      keep = end;
-    } catch {
-      break;
+  let line: string | null = null;
+  try {
+    // Grow the window from the end until it holds the newline ending the last complete line and
+    // the one before it (or the file's start).
+    for (let window = 64 * 1024; ; window *= 4) {
+      const start = Math.max(0, size - window);
+      const buf = Buffer.alloc(size - start);
+      readSync(fd, buf, 0, buf.length, start);
+      const end = buf.lastIndexOf(0x0a);
+      if (end < 0 && start === 0) break; // no complete line at all
+      if (end >= 0) {
+        const before = end > 0 ? buf.lastIndexOf(0x0a, end - 1) : -1;
+        if (before >= 0 || start === 0) {
+          line = buf.subarray(before + 1, end).toString('utf8');
+          keep = start + end + 1;
+          break;
+        }
+      }
     }
-    offset = end;
+  } finally {
+    closeSync(fd);
   }
-  if (keep < totalBytes) {
+  if (keep < size) {
     err(`lexembed embed: ${path}: cutting an incomplete last line left by an interrupted run`);
     truncateSync(path, keep);
   }
-  if (ids.size) err(`lexembed embed: resuming: ${ids.size} rows already in ${path}`);
-  return ids;
+  if (line === null) return null;
+  let row: { id?: unknown; embedding?: unknown };
+  try {
+    row = JSON.parse(line);
+  } catch {
+    row = {};
+  }
+  if (typeof row.id !== 'string' || !Array.isArray(row.embedding)) {
+    throw new UsageError(`lexembed embed: ${path} does not end with an {id, embedding} row, so it is not an earlier run's output; choose another --output`);
+  }
+  return row.id;
 }

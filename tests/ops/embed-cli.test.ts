@@ -84,12 +84,25 @@ describe('lexembed embed', () => {
     const resumed = await embedStatic(input, output, '--batch-size', '50');
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain('cutting an incomplete last line');
-    expect(resumed.stderr).toMatch(/resuming: \d+ rows already/);
+    // Only the output's tail is read: its last complete row says how far the killed run got.
+    expect(resumed.stderr).toContain(`resuming after id "r${partial - 1}": ${partial} rows already`);
     const rows = readOut(output);
     expect(rows).toHaveLength(n);
     expect(new Set(rows.map((r) => r.id)).size).toBe(n);
     const byId = new Map(readOut(reference).map((r) => [r.id, r.embedding]));
     for (const r of rows) expect(r.embedding).toEqual(byId.get(r.id));
+  });
+
+  it('refuses to resume into an output written from another input, saying so', async () => {
+    const input = join(dir, 'other.jsonl');
+    writeFileSync(input, JSON.stringify({ id: 'a', text: 'Lease' }) + '\n');
+    const output = join(dir, 'other.out.jsonl');
+    writeFileSync(output, JSON.stringify({ id: 'zz', embedding: [1, 0] }) + '\n');
+    const r = await embedStatic(input, output);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`ends with id "zz", which ${input} does not hold: it was written from another input; choose another --output`);
+    writeFileSync(output, 'not json\n');
+    expect((await embedStatic(input, output)).stderr).toContain('does not end with an {id, embedding} row');
   });
 
   it('embeds through a remote server with the client library', async () => {
