@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from legal_data import WordPiece, split_pairs
+from legal_data import WordPiece, split_pairs, encode_capped
 
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -87,7 +87,7 @@ def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):
     inputs = {i.name for i in session.get_inputs()}
 
     def run(texts, dims=None):
-        ids = [tok.encode(t[: max_tokens * 12], max_tokens) for t in texts]
+        ids = [encode_capped(tok, t, max_tokens) for t in texts]
         out = np.zeros((len(texts), 0), dtype=np.float32)
         for start, chunk in batches_by_length(ids, 8192):
             width = max(len(ids[i]) for i in chunk)
@@ -125,7 +125,7 @@ def batches_by_length(ids, max_batch_tokens):
 def embed(table, tok, texts, max_tokens, dims=None):
     out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
     for i, t in enumerate(texts):
-        out[i] = table[tok.encode(t[: max_tokens * 12], max_tokens)].sum(axis=0)
+        out[i] = table[encode_capped(tok, t, max_tokens)].sum(axis=0)
     if dims:
         out = out[:, :dims]
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)

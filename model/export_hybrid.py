@@ -30,7 +30,7 @@ from torch import nn
 from bert import Bert
 from evaluate import build_source, load_static_model, model_source, print_report
 from export_static import quantize_rows
-from legal_data import load_pairs, split_pairs
+from legal_data import load_pairs, split_pairs, encode_capped
 from train_transformer import torch_embed_fn
 from tokenizer_files import write_tokenizer_files
 
@@ -101,7 +101,7 @@ def main():
 
 def embed_fn(model, tok, max_tokens):
     """The served arithmetic on CPU, in batches of 32 (what the committed figures were made with)."""
-    return torch_embed_fn(model, lambda texts: [tok.encode(t[: max_tokens * 12], max_tokens) for t in texts], torch.device("cpu"), batch=32)
+    return torch_embed_fn(model, lambda texts: [encode_capped(tok, t, max_tokens) for t in texts], torch.device("cpu"), batch=32)
 
 
 def evaluate(args, model, tok, max_tokens):
@@ -205,7 +205,7 @@ def write_parity(path, model, tok, max_tokens):
         fixture = json.load(f)
     texts = [c["text"] for c in fixture["cases"]]
     vectors = embed_fn(model, tok, max_tokens)(texts)
-    fixture["cases"] = [{"text": t, "ids": tok.encode(t[: max_tokens * 12], max_tokens),
+    fixture["cases"] = [{"text": t, "ids": encode_capped(tok, t, max_tokens),
                          "vector_head": [round(float(x), 6) for x in v[:8]],  # transformer part
                          "vector_tail": [round(float(x), 6) for x in v[-8:]]}  # static part
                         for t, v in zip(texts, vectors)]

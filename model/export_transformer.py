@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from bert import Bert, mean_pool
-from legal_data import WordPiece, split_pairs
+from legal_data import WordPiece, split_pairs, encode_capped
 from tokenizer_files import write_tokenizer_files
 
 PARITY_TEXTS = [
@@ -60,7 +60,7 @@ def main():
     _, held_out = split_pairs(args.data)
     step = max(1, len(held_out) // args.check_texts)
     check = [r[2] for r in held_out[::step]][: args.check_texts // 2] + [r[1] for r in held_out[::step]][: args.check_texts // 2]
-    ids = [tok.encode(t[: max_tokens * 12], max_tokens) for t in check]
+    ids = [encode_capped(tok, t, max_tokens) for t in check]
     reference = torch_vectors(model, ids)
     report = {"check_texts": len(check)}
     report["fp32"] = cosine_report(reference, onnx_vectors(fp32_path, ids))
@@ -87,7 +87,7 @@ def main():
     if args.parity_texts:
         with open(args.parity_texts, encoding="utf-8") as f:
             parity_texts = [c["text"] for c in json.load(f)["cases"]]
-    parity_ids = [tok.encode(t[: max_tokens * 12], max_tokens) for t in parity_texts]
+    parity_ids = [encode_capped(tok, t, max_tokens) for t in parity_texts]
     parity_vecs = onnx_vectors(served, parity_ids)
     with open(os.path.join(args.out, "parity.json"), "w", encoding="utf-8") as f:
         json.dump({"cases": [{"text": t, "ids": i, "vector_head": [round(float(x), 6) for x in v[:8]]}

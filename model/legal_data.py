@@ -15,6 +15,38 @@ FILES = {
 }
 
 
+# Long texts are first cut to this many characters per allowed token, at a space, before
+# tokenising: it keeps the tokenizer off megabyte-long texts that truncation drops anyway.
+CHARS_PER_TOKEN_CUT = 12
+
+
+def encode_capped(tokenizer, text, max_tokens):
+    """WordPiece ids of text (with [CLS]/[SEP]), at most max_tokens: exactly what lexembed serves
+    (it tokenises the whole text). The cut falls at a space, so no kept word is split, and when
+    the cut text gives fewer than max_tokens ids (very long words), the cut grows."""
+    cut = max_tokens * CHARS_PER_TOKEN_CUT
+    while cut < len(text):
+        space = text.rfind(" ", 0, cut)
+        if space > 0:
+            ids = tokenizer.encode(text[:space], max_tokens)
+            if len(ids) >= max_tokens:
+                return ids
+        cut *= 4
+    return tokenizer.encode(text, max_tokens)
+
+
+def data_fingerprint(data_dir):
+    """SHA-256 of each data file, recorded in training.json so a run names the exact data."""
+    out = {}
+    for name in sorted(FILES.values()):
+        h = hashlib.sha256()
+        with open(os.path.join(data_dir, name), "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        out[name] = h.hexdigest()
+    return out
+
+
 def split_group(subset, doc):
     """The unit held out together: a Canadian act/regulation, a DC Code title, a CFR part."""
     if subset == "dc-code":

@@ -10,6 +10,7 @@ import argparse
 import json
 
 from evaluate import embed, load_static_model
+from legal_data import encode_capped
 
 
 def main():
@@ -23,7 +24,7 @@ def main():
     texts = [c["text"] for c in fixture["cases"]]
     vectors = embed(table, tok, texts, max_tokens)
     fixture["cases"] = [
-        {"text": t, "ids": tok.encode(t[: max_tokens * 12], max_tokens), "vector_head": [round(float(x), 6) for x in v[:8]]}
+        {"text": t, "ids": encode_capped(tok, t, max_tokens), "vector_head": [round(float(x), 6) for x in v[:8]]}
         for t, v in zip(texts, vectors)
     ]
     with open(args.out, "w", encoding="utf-8") as f:

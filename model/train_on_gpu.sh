@@ -35,7 +35,7 @@ train() {
   local name=$1; shift
   rm -rf "${WORK:?}/$name"  # nothing of an earlier call on a warm machine may pass for this one's
   timeout "$TRAIN_LIMIT" $PY train_transformer.py --data "$DATA" --tokenizer ../models/legal-2-embedder-static/tokenizer.json \
-    --negatives "$NEGATIVES" --out "$WORK/$name" --mlm-seconds "$MLM_SECONDS" --ct-seconds "$CT_SECONDS" "$@" ${EXTRA_ARGS:-} \
+    --negatives "$NEGATIVES" --out "$WORK/$name" --mlm-steps 0 --mlm-seconds "$MLM_SECONDS" --ct-steps 0 --ct-seconds "$CT_SECONDS" "$@" ${EXTRA_ARGS:-} \
     > "$RESULTS/$name.log" 2>&1
   echo "$name exited $?" | tee -a "$RESULTS/gpu.txt"
 }

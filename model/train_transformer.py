@@ -7,9 +7,13 @@ with InfoNCE (in-batch and mined hard negatives, generic headings masked, Matryo
         --negatives model/work/negatives.npz --out model/work/transformer
 
 Meant for a CUDA GPU (bf16); on a CPU use --smoke to check the pipeline. Phase lengths are given
-in steps, or in seconds (--mlm-seconds/--ct-seconds): then the learning-rate schedule follows
-wall-clock progress and training.json records the steps that fitted, so a rerun can fix them
-with --mlm-steps/--ct-steps.
+in steps, or in seconds (--mlm-steps 0 --mlm-seconds S, --ct-steps 0 --ct-seconds S): then the
+learning-rate schedule follows wall-clock progress and training.json records the steps that
+fitted, so a rerun can fix them with --mlm-steps/--ct-steps. The defaults are the shipped
+model's: its first run (6,508 MLM steps, 482 contrastive steps, the other flags as defaulted
+here), then a second contrastive phase from that checkpoint, as it ran:
+    ... --init <out>/checkpoint.pt --mlm-steps 0 --ct-steps 1929
+(model/TRANSFORMER.md, run C; models/legal-2-embedder/training.json has both runs' arguments).
 Writes <out>/checkpoint.pt (fp32 state dict + config), training.json and evaluation.json (the
 held-out split of model/evaluate.py, BM25 beside the model). model/export_transformer.py turns
 the checkpoint into a lexembed model folder.
@@ -28,7 +32,7 @@ from torch.nn import functional as F
 
 from bert import Bert, MlmHead, mean_pool
 from evaluate import bm25_source, build_source, model_source, print_report
-from legal_data import WordPiece, is_held_out, load_pairs
+from legal_data import WordPiece, data_fingerprint, is_held_out, load_pairs
 
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
 
@@ -74,7 +78,7 @@ def main():
     model = model.to(device)
     log(f"model: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, FFN {args.intermediate}: "
         f"{sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters")
-    info = {"recipe": vars(args), "train_pairs": len(train), "held_out_pairs": len(held_out),
+    info = {"recipe": vars(args), "data_sha256": data_fingerprint(args.data), "train_pairs": len(train), "held_out_pairs": len(held_out),
             "vocab_size": len(vocab), "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
             "torch": torch.__version__}
 
@@ -130,13 +134,13 @@ def parse_args():
     p.add_argument("--intermediate", type=int, default=1024)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--max-tokens", type=int, default=512, help="positions, and max input tokens served")
-    p.add_argument("--mlm-steps", type=int, default=0)
+    p.add_argument("--mlm-steps", type=int, default=6508, help="MLM steps (default: what the shipped model's run did on an H100; 0: use --mlm-seconds)")
     p.add_argument("--mlm-seconds", type=float, default=0, help="time budget for MLM (used when --mlm-steps is 0)")
     p.add_argument("--mlm-batch", type=int, default=128)
     p.add_argument("--mlm-seq", type=int, default=512)
     p.add_argument("--mlm-lr", type=float, default=1e-3)
     p.add_argument("--mask-prob", type=float, default=0.2)
-    p.add_argument("--ct-steps", type=int, default=0)
+    p.add_argument("--ct-steps", type=int, default=482, help="contrastive steps (default: the shipped model's first phase; 0: use --ct-seconds)")
     p.add_argument("--ct-seconds", type=float, default=0, help="time budget for contrastive tuning")
     p.add_argument("--ct-batch", type=int, default=512)
     p.add_argument("--ct-lr", type=float, default=2e-4)

@@ -1,0 +1,63 @@
+"""Tests of the data split and the Python WordPiece (stdlib only; no data files needed):
+
+    python3 -m unittest discover -s model -p 'test_*.py'
+"""
+import json
+import os
+import unittest
+
+from legal_data import CHARS_PER_TOKEN_CUT, WordPiece, encode_capped, is_held_out, split_group
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def load_wordpiece(folder):
+    with open(os.path.join(ROOT, folder, "tokenizer.json"), encoding="utf-8") as f:
+        ids = json.load(f)["model"]["vocab"]
+    vocab = [None] * len(ids)
+    for piece, i in ids.items():
+        vocab[i] = piece
+    return WordPiece(vocab)
+
+
+class SplitTest(unittest.TestCase):
+    def test_the_split_is_a_fixed_function_of_the_document(self):
+        docs = [f"act-{i}" for i in range(5000)]
+        first = [is_held_out("canada-sections", d) for d in docs]
+        self.assertEqual(first, [is_held_out("canada-sections", d) for d in docs])
+        # About a tenth is held out (10 % of a hash), not all or none.
+        self.assertTrue(0.08 < sum(first) / len(first) < 0.12, sum(first) / len(first))
+
+    def test_dc_code_is_held_out_by_title_so_sections_of_one_title_never_straddle(self):
+        self.assertEqual(split_group("dc-code", "dc-code/42/3301"), "dc-code/42")
+        for title in range(60):
+            sections = {is_held_out("dc-code", f"dc-code/{title}/{s}") for s in range(25)}
+            self.assertEqual(len(sections), 1, f"title {title} split across train and held-out")
+
+    def test_other_sources_are_held_out_by_document(self):
+        self.assertEqual(split_group("cfpb", "12-cfr-1002"), "12-cfr-1002")
+
+
+class WordPieceTest(unittest.TestCase):
+    def test_matches_the_ids_transformers_js_gives_for_the_bundled_tokenizer(self):
+        # tests/fixtures/legal-model-parity.json holds texts and their ids from the served model.
+        with open(os.path.join(ROOT, "tests", "fixtures", "legal-model-parity.json"), encoding="utf-8") as f:
+            cases = json.load(f)["cases"]
+        tok = load_wordpiece("models/legal-2-embedder")
+        self.assertGreater(len(cases), 3)
+        for case in cases:
+            self.assertEqual(encode_capped(tok, case["text"], 512), case["ids"], case["text"][:60])
+
+    def test_the_character_cut_never_changes_what_max_tokens_keeps(self):
+        tok = load_wordpiece("models/legal-2-embedder-static")
+        # Long single-piece words: more than CHARS_PER_TOKEN_CUT characters per token (the cut
+        # used to end such texts early), and a cut that would fall inside a word.
+        for word in ["indemnification", "notwithstanding", "a", "subparagraph(iv)"]:
+            text = " ".join([word] * 400)
+            self.assertGreater(len(text), 64 * CHARS_PER_TOKEN_CUT)
+            self.assertEqual(encode_capped(tok, text, 64), tok.encode(text, 64), word)
+            self.assertEqual(len(encode_capped(tok, text, 64)), 64)
+
+
+if __name__ == "__main__":
+    unittest.main()
