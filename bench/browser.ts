@@ -5,7 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
-import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { CHROMIUM_FLAGS } from '../playwright.config.ts';
 import { makeTexts } from './texts.ts';
 

@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
 import { padBatch } from '../src/embedder/padding.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import { PROJECT_ROOT, STATIC_MODEL_DIR } from '../src/node/load-model.ts';
+import { PROJECT_ROOT, STATIC_MODEL_DIR } from '../src/node/runtime/load-model.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
 
 const { values } = parseArgs({

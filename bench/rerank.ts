@@ -22,7 +22,7 @@ import { BatchScheduler } from '../src/embedder/scheduler.ts';
 import { parseModelSettings, SETTINGS_FILE } from '../src/embedder/settings.ts';
 import { createTransformersBackend } from '../src/embedder/transformers-backend.ts';
 import { chunkTexts, chunkScore, combineChunkScores, bm25NormalizedCounts, termCounts, terms, type RerankWeights } from '../src/embedder/rerank.ts';
-import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 
 const { values } = parseArgs({
   options: {

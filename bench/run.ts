@@ -4,7 +4,7 @@
 //   (c) the lexembed HTTP server under concurrent load from autocannon
 //   (d) a naive server calling the transformers.js pipeline once per request
 // Workloads short (~16 tokens), medium (~128), long (~512), mixed; concurrency 1 and 64.
-// With --devices cpu,webgpu, (b) and (c) also run on the WebGPU path (src/node/webgpu/) beside
+// With --devices cpu,webgpu, (b) and (c) also run on the WebGPU path (src/node/runtime/webgpu/) beside
 // onnxruntime-node, on the same texts.
 // Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive]
 //        [--devices cpu,webgpu] [--gpu-adapter NVIDIA] [--webgpu-max-batch-tokens 8192]
@@ -16,7 +16,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import { PROJECT_ROOT, loadModelFolder } from '../src/node/load-model.ts';
+import { PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
 import { padBatch } from '../src/embedder/padding.ts';
 import { makeTexts, rng, wordsForTokens } from './texts.ts';

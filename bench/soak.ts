@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import { PROJECT_ROOT } from '../src/node/load-model.ts';
+import { PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
 
 const { values } = parseArgs({

@@ -4,5 +4,5 @@
 // for a Redis key store: `npm install @lexembed/server` brings them all.
 export { main } from './cli/index.ts';
 export { createApp, DEFAULT_MAX_BODY_BYTES, type AppOptions, type Authenticate } from './http/app.ts';
-export { loadModelFolder, BUNDLED_MODEL_DIR, STATIC_MODEL_DIR, type LoadModelOptions } from './node/load-model.ts';
+export { loadModelFolder, BUNDLED_MODEL_DIR, STATIC_MODEL_DIR, type LoadModelOptions } from './node/runtime/load-model.ts';
 export { startServer, type FetchApp, type RunningServer } from './node/server.ts';

@@ -1,6 +1,6 @@
-// Options that choose where a local model runs (src/node/webgpu/), shared by serve and embed.
+// Options that choose where a local model runs (src/node/runtime/webgpu/), shared by serve and embed.
 import { z } from 'zod';
-import { SERVER_DEVICES } from '../node/webgpu/decide.ts';
+import { SERVER_DEVICES } from '../node/runtime/webgpu/decide.ts';
 import type { OptionSpecs } from './options.ts';
 
 export const DEVICE_OPTIONS = {

@@ -5,7 +5,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readSync, statSync, truncat
 import { z } from 'zod';
 import { Lexembed } from '../client/index.ts';
 import { TASKS } from '../contract/index.ts';
-import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
+import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions, UsageError } from './options.ts';

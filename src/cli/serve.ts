@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
-import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/load-model.ts';
+import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';

@@ -14,7 +14,7 @@ export interface TransformersBackendOptions {
   /** transformers.js device, e.g. 'cpu' (onnxruntime-node), 'wasm', 'webgpu'. */
   readonly device?: string;
   /**
-   * Set when an ONNX runtime was injected (src/node/webgpu/install-runtime.ts): transformers.js then knows no
+   * Set when an ONNX runtime was injected (src/node/runtime/webgpu/install-runtime.ts): transformers.js then knows no
    * devices, so the session gets these execution providers directly, e.g. ['webgpu'].
    */
   readonly executionProviders?: string[];

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { createRedisKeyStore } from '../../src/auth/redis-store.ts';

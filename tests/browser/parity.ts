@@ -1,5 +1,5 @@
 // Vectors from the Node server's embedder for the browser parity checks.
-import { loadModelFolder, BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { loadModelFolder, BUNDLED_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { DEFAULT_OVERLAP_RATIO } from '../../src/contract/index.ts';
 
 export const PARITY_TEXTS = [

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryKeyStore } from '../../src/auth/memory-store.ts';
 import { createKey } from '../../src/auth/service.ts';
 import { DEFAULT_OVERLAP_RATIO } from '../../src/contract/index.ts';
-import { STATIC_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../../src/node/load-model.ts';
+import { STATIC_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../../src/node/runtime/load-model.ts';
 
 const DIST = join(PROJECT_ROOT, 'edge', 'dist');
 let mf: Miniflare;

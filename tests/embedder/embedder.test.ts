@@ -1,6 +1,6 @@
 // The embedder conformance suite on the CPU path: the real tiny BERT through transformers.js +
 // onnxruntime-node (tests/node/webgpu.test.ts runs the same suite on WebGPU).
-import { loadModelFolder, TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { loadModelFolder, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { describeEmbedderConformance } from './conformance.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';

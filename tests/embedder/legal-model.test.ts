@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR, loadModelFolder } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR, loadModelFolder } from '../../src/node/runtime/load-model.ts';
 import type { Embedder } from '../../src/embedder/types.ts';
 
 const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {

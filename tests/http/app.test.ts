@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/http/app.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { problem } from '../../src/contract/index.ts';
-import { loadModelFolder, TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { loadModelFolder, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';
 

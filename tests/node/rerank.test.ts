@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { BadRequestError, Lexembed, NotFoundError } from '../../src/client/index.ts';
 import { createApp } from '../../src/http/app.ts';
-import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { startServe, type ServerProcess } from '../support/cli.ts';
 

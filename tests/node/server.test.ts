@@ -1,7 +1,7 @@
 // The real Node server (the `lexembed serve` process) on a free port, called over HTTP.
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { startServe } from '../support/cli.ts';
 
 describe('lexembed serve', () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/key-format.ts';
-import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { runCli, startServe, waitForOutput, type ServerProcess } from '../support/cli.ts';
 
 const SECRET_TEXT = 'Confidential settlement amount of 4,812,337 dollars';

@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_MODEL_DIR } from '../../src/node/load-model.ts';
+import { TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
 import { startRedis } from '../support/redis.ts';
 

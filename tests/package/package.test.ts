@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build as esbuild } from 'esbuild';
 import { Miniflare } from 'miniflare';
-import { PROJECT_ROOT } from '../../src/node/load-model.ts';
+import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 
 const run = promisify(execFile);
 const SLOW = 600_000;
@@ -88,7 +88,7 @@ describe('the packed tarballs', () => {
   it('lexembed holds the built entries and the vendored web build of transformers.js, and no model, source, test or recipe', async () => {
     const files = await listing(tarballs.lib);
     for (const f of ['package/dist/index.js', 'package/dist/index.d.ts', 'package/dist/client/index.js', 'package/dist/edge/handler.d.ts',
-      'package/dist/server.js', 'package/dist/node/inference-worker-main.js', 'package/vendor/transformers.web.js', 'package/vendor/LICENSE.transformers']) {
+      'package/dist/server.js', 'package/dist/node/runtime/inference-worker-main.js', 'package/vendor/transformers.web.js', 'package/vendor/LICENSE.transformers']) {
       expect(files, f).toContain(f);
     }
     expect(files.filter((f) => /^package\/(src|tests|bench|model|models|web-demo|edge|scripts|bin)\//.test(f))).toEqual([]);

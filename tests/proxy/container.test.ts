@@ -2,7 +2,7 @@
 // /invocations, no keys, and SIGTERM draining in-flight requests.
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR } from '../../src/node/load-model.ts';
+import { BUNDLED_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { startServe, type ServerProcess } from '../support/cli.ts';
 
 describe('lexembed serve --deployment proxy', () => {

@@ -1,7 +1,7 @@
 // Runs the real `lexembed` CLI: one-shot commands, and `serve` as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../../src/node/load-model.ts';
+import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 
 export const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
 

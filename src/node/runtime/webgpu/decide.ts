@@ -1,6 +1,6 @@
 // The server's device choice: what --device accepts, and the shared rules of
 // src/embedder/device.ts applied to the adapters Dawn offered (cpu = onnxruntime-node).
-import { decideDevice as decideDeviceFor, type DeviceDecision as SharedDecision } from '../../embedder/device.ts';
+import { decideDevice as decideDeviceFor, type DeviceDecision as SharedDecision } from '../../../embedder/device.ts';
 import type { WebGPUHandle } from './detect.ts';
 
 export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;

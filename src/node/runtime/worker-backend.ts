@@ -2,8 +2,8 @@
 // thread, so the event loop keeps serving HTTP (and /health) while a batch runs.
 import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import type { TransformersBackendOptions } from '../embedder/transformers-backend.ts';
-import type { EmbeddingBackend } from '../embedder/types.ts';
+import type { TransformersBackendOptions } from '../../embedder/transformers-backend.ts';
+import type { EmbeddingBackend } from '../../embedder/types.ts';
 import type { ServerDevice } from './webgpu/decide.ts';
 import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';
 

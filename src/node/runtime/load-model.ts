@@ -3,16 +3,16 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEmbedder, type EmbedderHooks } from '../embedder/embedder.ts';
-import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../embedder/scheduler.ts';
-import { SETTINGS_FILE, parseModelSettings } from '../embedder/settings.ts';
-import { createTransformersBackend } from '../embedder/transformers-backend.ts';
+import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
+import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
+import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
+import { createTransformersBackend } from '../../embedder/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
-import type { Embedder } from '../embedder/types.ts';
+import type { Embedder } from '../../embedder/types.ts';
 import type { ServerDevice } from './webgpu/decide.ts';
-import { messageOf } from '../util/message-of.ts';
+import { messageOf } from '../../util/message-of.ts';
 
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /**
  * The folder holding the bundled model folders: `models/` of a checkout, or where
  * LEXEMBED_MODELS_DIR points (the installed `lexembed` command sets it to the models of

@@ -8,7 +8,7 @@ import type { InferenceWorkerData } from './worker-backend.ts';
 import { decideDevice } from './webgpu/decide.ts';
 import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
 import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
-import { messageOf } from '../util/message-of.ts';
+import { messageOf } from '../../util/message-of.ts';
 
 import type { FromInferenceWorker, ToInferenceWorker } from './worker-protocol.ts';
 
@@ -22,7 +22,7 @@ try {
   const decision = decideDevice(requested, gpu, data.gpuAdapter);
   if (decision.device === 'webgpu') await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
-  const { createTransformersBackend } = await import('../embedder/transformers-backend.ts');
+  const { createTransformersBackend } = await import('../../embedder/transformers-backend.ts');
   // Injected execution providers take the place of onnxruntime-node's thread options.
   const backend = await createTransformersBackend(decision.device === 'webgpu' ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : data);
   send({ type: 'ready', device: decision.device, reason: decision.reason, adapter: decision.adapter?.name });
