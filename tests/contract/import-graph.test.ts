@@ -1,5 +1,5 @@
 // Guard: nothing on the browser or edge path imports Node built-ins or Node-only packages.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { expect, it } from 'vitest';
@@ -60,4 +60,31 @@ it.each([
 ] as const)('%s imports only %j', (entry, allowed) => {
   const names = [...walk(entry).packages.keys()].map((p) => p.split('/').slice(0, p.startsWith('@') ? 2 : 1).join('/'));
   expect([...new Set(names)].filter((n) => !(allowed as readonly string[]).includes(n))).toEqual([]);
+});
+
+it('src/ has no import cycle (type-only imports included)', () => {
+  const files = readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => join(e.parentPath, e.name));
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const source = readFileSync(file, 'utf8');
+    const deps = [...source.matchAll(/(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g)]
+      .map((m) => resolve(dirname(file), m[1] ?? m[2] ?? ''))
+      .filter((t) => existsSync(t));
+    edges.set(file, deps);
+  }
+  const state = new Map<string, 'open' | 'done'>();
+  const cycles: string[] = [];
+  const visit = (file: string, path: string[]) => {
+    state.set(file, 'open');
+    for (const dep of edges.get(file) ?? []) {
+      if (state.get(dep) === 'open') cycles.push([...path.slice(path.indexOf(dep)), dep].map((f) => f.slice(ROOT.length + 1)).join(' → '));
+      else if (!state.has(dep)) visit(dep, [...path, dep]);
+    }
+    state.set(file, 'done');
+  };
+  for (const file of files) if (!state.has(file)) visit(file, [file]);
+  expect(files.length).toBeGreaterThan(40);
+  expect(cycles).toEqual([]);
 });
