@@ -3,11 +3,11 @@
 // POST /v1/embeddings of the same 100 texts (what reranking must embed anyway; 128 at most per
 // request, so one call). Median and worst of --runs requests each, after one warm-up.
 // Usage: npm run bench:rerank-latency -- [--model models/legal-2-embedder-static] [--runs 7] [--texts 100] [--tokens 500]
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import { PROJECT_ROOT, STATIC_MODEL_DIR } from '../src/node/runtime/load-model.ts';
+import { STATIC_MODEL_DIR } from '../src/node/runtime/load-model.ts';
+import { startServe } from '../tests/support/cli.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
 
 const { values } = parseArgs({
@@ -26,17 +26,8 @@ const encode = (t: string) => tokenizer.encode(t);
 const texts = makeTexts(Number(values.texts), wordsForTokens(encode, Number(values.tokens)), 11);
 const meanTokens = texts.reduce((s, t) => s + encode(t).length, 0) / texts.length;
 
-const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin', 'lexembed.js'), 'serve', '--port', '0', '--no-auth', '--model', modelDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-let output = '';
-const url = await new Promise<string>((resolve, reject) => {
-  child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${output}`)));
-  child.stderr.on('data', (d) => (output += d));
-  child.stdout.on('data', (d) => {
-    output += d;
-    const m = /model .* loaded/.test(output) && /listening on (http:\/\/[^\s)]+)/.exec(output);
-    if (m) resolve(m[1]!);
-  });
-});
+const server = await startServe(['--no-auth', '--model', modelDir]);
+const url = server.url;
 
 async function time(path: string, body: unknown): Promise<number> {
   const started = performance.now();
@@ -55,7 +46,7 @@ for (let i = 0; i < runs; i++) {
   results.rerank!.push(await time('/v1/rerankings', rerank));
   results.embed!.push(await time('/v1/embeddings', embed));
 }
-await new Promise((r) => (child.once('exit', r), child.kill('SIGTERM')));
+await server.stop();
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`model ${modelDir}; ${texts.length} texts of ${meanTokens.toFixed(0)} tokens on average; ${runs} runs each, interleaved\n`);

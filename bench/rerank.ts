@@ -21,7 +21,7 @@ import { truncateAndNormalize, type Chunking, type ScoringMethod } from '../src/
 import { BatchScheduler } from '../src/embedder/scheduler.ts';
 import { parseModelSettings, SETTINGS_FILE } from '../src/embedder/settings.ts';
 import { createTransformersBackend } from '../src/embedder/transformers-backend.ts';
-import { chunkTexts, chunkScore, combineChunkScores, bm25NormalizedCounts, termCounts, terms, type RerankWeights } from '../src/embedder/rerank.ts';
+import { bm25NormalizedCounts, chunkTexts, dot, scoreCountedTexts, termCounts, terms, type RerankWeights } from '../src/embedder/rerank.ts';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 
 const { values } = parseArgs({
@@ -134,11 +134,6 @@ async function embedSequences(sequences: number[][]): Promise<Float32Array[]> {
   return out;
 }
 const queryText = (q: string) => backend.decode!(backend.encode(q));
-function dot(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
-}
 
 /** Chunks, chunk vectors and chunk terms of texts, embedded once. */
 async function chunkCorpus(texts: string[]) {
@@ -263,13 +258,11 @@ for (const source of Object.keys(SOURCES)) {
     sums.bm25! += ndcg10(first, relevant);
     // The embedding model alone: every text of the corpus by its first chunk (the truncated text).
     sums.embedding! += ndcg10(topK(Float64Array.from(cache.vectors, (c) => dot(qv[qi]!, c[0]!)), 10), relevant);
-    const flat = first.flatMap((d) => cache.terms[d]!);
-    const lexical = bm25NormalizedCounts(terms(queryText(q)), flat);
-    const rank = (w: RerankWeights, method: ScoringMethod) => {
-      let k = 0;
-      const scores = first.map((d) => combineChunkScores(method, cache.vectors[d]!.map((v) => chunkScore(w, dot(qv[qi]!, v), lexical[k++]!))));
-      return topK(scores, 10).map((i) => first[i]!);
-    };
+    // The served scoring (src/embedder/rerank.ts), over the chunks and vectors cached above.
+    const queryTerms = terms(queryText(q));
+    const counts = first.map((d) => cache.terms[d]!);
+    const similarity = first.map((d) => cache.vectors[d]!.map((v) => dot(qv[qi]!, v)));
+    const rank = (w: RerankWeights, method: ScoringMethod) => topK(scoreCountedTexts(w, method, queryTerms, counts, similarity), 10).map((i) => first[i]!);
     for (const m of METHODS) sums[`rerank ${m}`]! += ndcg10(rank(weights, m), relevant);
     sums['rerank embedding only']! += ndcg10(rank({ ...weights, lexical: 0 }, 'chunk_max'), relevant);
   });

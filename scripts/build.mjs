@@ -76,15 +76,10 @@ writeFileSync(join(lib, 'vendor', 'README.md'),
   + 'lexembed imports it as #transformers outside Node, so browser and Worker installs do not need onnxruntime-node.\n');
 cpSync(join(root, 'README.md'), join(lib, 'README.md'));
 const entry = (path) => ({ types: `./dist/${path}.d.ts`, default: `./dist/${path}.js` });
-const peers = {
-  '@huggingface/transformers': range('@huggingface/transformers'),
-  'onnxruntime-web': locked('onnxruntime-web'),
-  hono: range('hono'),
-  '@hono/node-server': range('@hono/node-server'),
-  'prom-client': range('prom-client'),
-  ioredis: range('ioredis'),
-  webgpu: range('webgpu'),
-};
+/** What the server needs beside zod; the library offers it as optional peers, @lexembed/server installs it. */
+const SERVER_PACKAGES = ['@huggingface/transformers', 'hono', '@hono/node-server', 'prom-client', 'ioredis'];
+const ranges = (names) => Object.fromEntries(names.map((name) => [name, range(name)]));
+const peers = { ...ranges(SERVER_PACKAGES), 'onnxruntime-web': locked('onnxruntime-web'), webgpu: range('webgpu') };
 writeFileSync(join(lib, 'package.json'), JSON.stringify({
   name: 'lexembed',
   ...common,
@@ -135,12 +130,7 @@ writeFileSync(join(server, 'package.json'), JSON.stringify({
   dependencies: {
     lexembed: rootPkg.version,
     '@lexembed/legal-2-embedder': rootPkg.version,
-    '@huggingface/transformers': range('@huggingface/transformers'),
-    hono: range('hono'),
-    '@hono/node-server': range('@hono/node-server'),
-    'prom-client': range('prom-client'),
-    ioredis: range('ioredis'),
-    zod: range('zod'),
+    ...ranges([...SERVER_PACKAGES, 'zod']),
   },
   optionalDependencies: { webgpu: range('webgpu') },
   files: ['bin', 'README.md'],

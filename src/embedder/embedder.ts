@@ -1,7 +1,7 @@
 // Turns an EmbeddingBackend into the contract's Embedder: prompts, tokenising each text once,
 // overflow handling, cross-request batching (BatchScheduler), dimensions and normalisation.
 import { problem, queryTooLong, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
-import { chunkTexts, cosine, scoreTexts } from './rerank.ts';
+import { chunkTexts, dot, scoreTexts } from './rerank.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
 import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, RerankInput, RerankOutput } from './types.ts';
@@ -20,10 +20,12 @@ export function createEmbedder(
   // Tokens of a prompt alone ([CLS] prompt [SEP]): a text adding none has nothing the model can read.
   const promptTokens = new Map<string, number>();
   const tokensOfPrompt = (prompt: string) => promptTokens.get(prompt) ?? promptTokens.set(prompt, backend.encode(prompt).length).get(prompt)!;
+  const unreadable = (field: string) =>
+    problem('validation', `${field} has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`);
   const reranking = settings.reranking;
   const reranker: RerankCapabilities | undefined = reranking && {
     rerankModelName: reranking.name,
-    maxChunkTokens: maxTokens - backend.encode(settings.prompts['retrieval/document'] ?? '').length,
+    maxChunkTokens: maxTokens - tokensOfPrompt(settings.prompts['retrieval/document'] ?? ''),
     maxQueryTokens: maxTokens,
   };
   return {
@@ -43,15 +45,7 @@ export function createEmbedder(
       const sequences: number[][] = [];
       for (const [index, text] of input.texts.entries()) {
         const ids = backend.encode(prompt + text);
-        if (ids.length <= tokensOfPrompt(prompt)) {
-          return {
-            ok: false,
-            problem: problem(
-              'validation',
-              `texts[${index}] has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`,
-            ),
-          };
-        }
+        if (ids.length <= tokensOfPrompt(prompt)) return { ok: false, problem: unreadable(`texts[${index}]`) };
         if (ids.length > maxTokens && input.overflowStrategy === null) {
           return {
             ok: false,
@@ -77,7 +71,7 @@ export function createEmbedder(
       };
     },
     reranker,
-    rerank: reranking ? (input, options) => rerank(input, options) : undefined,
+    rerank: reranking ? rerank : undefined,
     dispose: () => backend.dispose(),
   };
 
@@ -95,25 +89,24 @@ export function createEmbedder(
   async function rerank(input: RerankInput, options: EmbedOptions = {}): Promise<Result<RerankOutput>> {
     const queryPrompt = settings.prompts['retrieval/query'] ?? '';
     const query = backend.encode(queryPrompt + input.query);
-    if (query.length <= tokensOfPrompt(queryPrompt)) {
-      return { ok: false, problem: problem('validation', 'query has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words') };
-    }
+    const promptTokens = tokensOfPrompt(queryPrompt);
+    if (query.length <= promptTokens) return { ok: false, problem: unreadable('query') };
     if (query.length > maxTokens) return { ok: false, problem: queryTooLong(query.length, reranker!) };
     const chunked = chunkTexts(backend, input.texts, input.chunking, settings.prompts['retrieval/document'] ?? '');
-    if ('unreadable' in chunked) {
-      return { ok: false, problem: problem('validation', `texts[${chunked.unreadable}] has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`) };
-    }
+    if ('unreadable' in chunked) return { ok: false, problem: unreadable(`texts[${chunked.unreadable}]`) };
     const sequences = [query, ...chunked.sequences];
     const pooled = await submit(sequences, options.signal);
     if (!pooled.ok) return pooled;
     const dimensions = settings.dimensions.default;
     const [queryVector, ...chunkVectors] = pooled.value.map((v) => truncateAndNormalize(v, dimensions));
     let k = 0;
-    const similarity = chunked.chunkTexts.map((chunks) => chunks.map(() => cosine(queryVector!, chunkVectors[k++]!)));
+    const similarity = chunked.chunkTexts.map((chunks) => chunks.map(() => dot(queryVector!, chunkVectors[k++]!)));
+    // BM25 reads the query's own words: its ids after [CLS] and the prompt's pieces, as text.
+    const queryText = backend.decode ? backend.decode(query.slice(promptTokens - 1)) : input.query;
     return {
       ok: true,
       value: {
-        scores: scoreTexts(reranking!.weights, input.method, backend.decode?.(backend.encode(input.query)) ?? input.query, chunked.chunkTexts, similarity),
+        scores: scoreTexts(reranking!.weights, input.method, queryText, chunked.chunkTexts, similarity),
         inputTokens: sequences.reduce((n, seq) => n + seq.length, 0),
       },
     };

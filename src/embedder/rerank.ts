@@ -3,6 +3,7 @@
 // embedder (embedder.ts) tokenises and embeds; the benchmark (bench/rerank.ts) runs these same
 // functions over cached vectors to fit and evaluate the weights.
 import type { Chunking, ScoringMethod } from '../contract/rerank.ts';
+import type { EmbeddingBackend } from './types.ts';
 
 /**
  * The logistic fit a model folder carries (`lexembed.json` "reranking"): a chunk's score is
@@ -37,11 +38,6 @@ export function chunkTokens<T>(tokens: readonly T[], chunking: Chunking): T[][] 
   }
 }
 
-export interface Tokenizer {
-  encode(text: string): number[];
-  decode?(ids: readonly number[]): string;
-}
-
 export interface ChunkedTexts {
   /** Token sequences for the model: the document prompt's head, a chunk, the closing token. */
   readonly sequences: number[][];
@@ -53,7 +49,7 @@ export interface ChunkedTexts {
  * Splits each text's content tokens (special tokens removed) into chunks and frames each chunk as
  * the model reads a document. Returns the index of the first text with no readable token instead.
  */
-export function chunkTexts(tokenizer: Tokenizer, texts: readonly string[], chunking: Chunking, documentPrompt: string): ChunkedTexts | { readonly unreadable: number } {
+export function chunkTexts(tokenizer: Pick<EmbeddingBackend, 'encode' | 'decode'>, texts: readonly string[], chunking: Chunking, documentPrompt: string): ChunkedTexts | { readonly unreadable: number } {
   const framing = tokenizer.encode(documentPrompt);
   const head = framing.slice(0, -1);
   const tail = framing.slice(-1);
@@ -119,16 +115,11 @@ export function bm25NormalizedCounts(query: readonly string[], documents: readon
   });
 }
 
-export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return na && nb ? dot / Math.sqrt(na * nb) : 0;
+/** The cosine of two unit vectors (the embedder's are): their dot product. */
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
+  return sum;
 }
 
 /** The calibrated chunk score in [0, 1]: monotonic in both the similarity and the BM25 share. */
@@ -160,8 +151,18 @@ export function scoreTexts(
   chunkTexts: readonly (readonly string[])[],
   chunkSimilarity: readonly (readonly number[])[],
 ): number[] {
-  const flat = chunkTexts.flatMap((chunks) => chunks.map(terms));
-  const lexical = bm25Normalized(terms(queryText), flat);
+  return scoreCountedTexts(weights, method, terms(queryText), chunkTexts.map((chunks) => chunks.map((t) => termCounts(terms(t)))), chunkSimilarity);
+}
+
+/** scoreTexts over chunks already counted (the benchmark counts each corpus chunk once). */
+export function scoreCountedTexts(
+  weights: RerankWeights,
+  method: ScoringMethod,
+  queryTerms: readonly string[],
+  chunkCounts: readonly (readonly TermCounts[])[],
+  chunkSimilarity: readonly (readonly number[])[],
+): number[] {
+  const lexical = bm25NormalizedCounts(queryTerms, chunkCounts.flat());
   let k = 0;
-  return chunkTexts.map((chunks, i) => combineChunkScores(method, chunks.map((_, j) => chunkScore(weights, chunkSimilarity[i]![j]!, lexical[k++]!))));
+  return chunkCounts.map((chunks, i) => combineChunkScores(method, chunks.map((_, j) => chunkScore(weights, chunkSimilarity[i]![j]!, lexical[k++]!))));
 }

@@ -273,8 +273,11 @@ export function createApp(options: AppOptions): Hono<Env> {
     });
   }
 
-  // …and /openapi.json, from the same rows (a route the loaded model cannot serve is documented as such).
-  const openApi = async () => {
+  // …and /openapi.json, from the same rows (a route the loaded model cannot serve is documented as
+  // such), built once the model has loaded or failed: it cannot change after that.
+  let openApiDoc: Promise<ReturnType<typeof buildOpenApiDocument>> | undefined;
+  const openApi = () => (openApiDoc ??= buildDocument());
+  const buildDocument = async () => {
     const embedder = await embedderPromise.catch(() => undefined); // a failed model still has its document
     return buildOpenApiDocument({
       modelName: embedder?.modelName ?? DEFAULT_MODEL_NAME,
