@@ -9,7 +9,7 @@
 // Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive]
 //        [--devices cpu,webgpu] [--gpu-adapter NVIDIA] [--webgpu-max-batch-tokens 8192]
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -19,7 +19,7 @@ import { AutoTokenizer, env } from '@huggingface/transformers';
 import { PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
 import { padBatch } from '../src/embedder/padding.ts';
-import { makeTexts, rng, wordsForTokens } from './texts.ts';
+import { workloadTexts, workloads } from './texts.ts';
 
 const DEFAULT_MODEL = join(PROJECT_ROOT, 'bench-results', 'minilm-l6-h384');
 const { values } = parseArgs({
@@ -65,17 +65,8 @@ const encode = (t: string) => tokenizer.encode(t);
 const settings = JSON.parse(readFileSync(join(modelDir, 'lexembed.json'), 'utf8'));
 const maxTokens: number = settings.max_input_tokens;
 
-const WORKLOADS: Record<string, { tokens: number[]; count: number }> = {
-  short: { tokens: [16], count: 1024 },
-  medium: { tokens: [128], count: 256 },
-  long: { tokens: [Math.min(512, maxTokens)], count: 64 },
-  mixed: { tokens: [16, 16, 16, 64, 128, 128, 256, Math.min(512, maxTokens)], count: 256 },
-};
-function workloadTexts(name: string): string[] {
-  const w = WORKLOADS[name]!;
-  const pick = rng(99);
-  const byTarget = new Map(w.tokens.map((t) => [t, makeTexts(w.count, wordsForTokens(encode, t), t)]));
-  return Array.from({ length: w.count }, (_, i) => byTarget.get(w.tokens[Math.floor(pick() * w.tokens.length)]!)![i]!);
+for (const name of values.workloads!.split(',')) {
+  if (!(name in workloads(maxTokens))) (console.error(`--workloads: "${name}" is not one of ${Object.keys(workloads(maxTokens)).join(', ')}`), process.exit(2));
 }
 
 console.log(`lexembed benchmark — model ${modelDir}`);
@@ -97,15 +88,30 @@ const header = 'workload path                           conc   texts/s   tokens/
 
 const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
 const embedders = new Map<string, Awaited<ReturnType<typeof loadModelFolder>>>();
+const startup: Record<string, { load_ms: number; first_batch_ms: number; gpu_mem_mb?: number }> = {};
 for (const device of devices) {
+  const t0 = performance.now();
   const e = await loadModelFolder(modelDir, { threads, device: device as 'cpu', gpuAdapter, limits: { maxBatchSize: 64, maxBatchTokens: batchTokensFor(device), maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 } });
+  const t1 = performance.now();
+  // First-batch latency: one short text right after load (WebGPU compiles its pipelines here).
+  await embedOrThrow(e, ['The lessee shall pay rent monthly in advance.']);
+  startup[device] = { load_ms: t1 - t0, first_batch_ms: performance.now() - t1, gpu_mem_mb: device === 'webgpu' ? gpuMemoryMb() : undefined };
   embedders.set(device, e);
-  console.log(`${device}: ${e.backendName}${e.deviceReason ? ` — ${e.deviceReason}` : ''}`);
+  console.log(`${device}: ${e.backendName}${e.deviceReason ? ` — ${e.deviceReason}` : ''} (load ${startup[device]!.load_ms.toFixed(0)} ms, first batch ${startup[device]!.first_batch_ms.toFixed(0)} ms)`);
+}
+// Vectors on the GPU against the CPU's, same texts (16 to 512 tokens).
+let parity: { texts: number; min_cosine: number; mean_cosine: number } | undefined;
+if (embedders.has('cpu') && embedders.has('webgpu')) {
+  const texts = workloadTexts('mixed', encode, maxTokens).slice(0, 64);
+  const [a, b] = [await embedOrThrow(embedders.get('cpu')!, texts), await embedOrThrow(embedders.get('webgpu')!, texts)];
+  const cos = a.map((v, i) => v.reduce((s, x, k) => s + x * b[i]![k]!, 0));
+  parity = { texts: texts.length, min_cosine: Math.min(...cos), mean_cosine: cos.reduce((s, x) => s + x, 0) / cos.length };
+  console.log(`webgpu vs cpu vectors, ${texts.length} texts: min cosine ${parity.min_cosine.toFixed(6)}, mean ${parity.mean_cosine.toFixed(6)}`);
 }
 console.log(header);
 const health: number[] = [];
 for (const name of values.workloads!.split(',')) {
-  const texts = workloadTexts(name);
+  const texts = workloadTexts(name, encode, maxTokens);
   const ids = texts.map((t) => truncateToMaxTokens(encode(t), maxTokens));
   const tokens = ids.reduce((s, x) => s + x.length, 0);
   const meanTokens = tokens / texts.length;
@@ -143,7 +149,7 @@ for (const name of values.workloads!.split(',')) {
     await embedAll();
     const libSeconds = (performance.now() - tb) / 1000;
     const after = embedder.schedulerStats!();
-    row({ workload: name, path: `(b) embedder library${device === 'cpu' ? '' : ` [${device}]`}`, device, texts_per_s: texts.length / libSeconds, tokens_per_s: tokens / libSeconds, padding_efficiency: (after.realTokens - before.realTokens) / (after.paddedTokens - before.paddedTokens), peak_rss_mb: peakRssMb(process.pid) });
+    row({ workload: name, path: `(b) embedder library${device === 'cpu' ? '' : ` [${device}]`}`, device, texts_per_s: texts.length / libSeconds, tokens_per_s: tokens / libSeconds, padding_efficiency: (after.realTokens - before.realTokens) / (after.paddedTokens - before.paddedTokens), peak_rss_mb: peakRssMb(process.pid), gpu_mem_mb: device === 'webgpu' ? gpuMemoryMb() : undefined });
   }
 
   // (c) and (d): HTTP servers under autocannon, one text per request.
@@ -164,7 +170,7 @@ for (const name of values.workloads!.split(',')) {
         const r = await load(server.url, texts, concurrency, watchHealth ? health : undefined);
         const metricsAfter = label.startsWith('(c)') ? await scrape(server.url) : undefined;
         const eff = metricsBefore && metricsAfter ? (metricsAfter.tokens - metricsBefore.tokens) / (metricsAfter.padded - metricsBefore.padded) : 1;
-        row({ workload: name, path: label, device, concurrency, texts_per_s: r.texts_per_s, tokens_per_s: r.texts_per_s * meanTokens, p50_ms: r.p50, p99_ms: r.p99, padding_efficiency: eff, peak_rss_mb: peakRssMb(server.child.pid!), errors: r.errors });
+        row({ workload: name, path: label, device, concurrency, texts_per_s: r.texts_per_s, tokens_per_s: r.texts_per_s * meanTokens, p50_ms: r.p50, p99_ms: r.p99, padding_efficiency: eff, peak_rss_mb: peakRssMb(server.child.pid!), gpu_mem_mb: device === 'webgpu' ? gpuMemoryMb() : undefined, errors: r.errors });
       }
     } finally {
       server.child.kill('SIGTERM');
@@ -196,12 +202,38 @@ if (devices.includes('webgpu')) {
     if (cg && cc) lines.push([`webgpu/cpu, server c=64, ${w}`, cg.texts_per_s / cc.texts_per_s, 'reported']);
   }
 }
+if (parity) lines.push(['webgpu vs cpu vectors, min cosine', parity.min_cosine, '≥ 0.999']);
 for (const [what, value, target] of lines) console.log(`  ${what.padEnd(48)} ${value === undefined ? '-' : value.toFixed(3).padStart(9)}   target ${target}`);
 mkdirSync(dirname(values.json!), { recursive: true });
-writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, devices: Object.fromEntries([...embedders].map(([d, e]) => [d, { backend: e.backendName, reason: e.deviceReason }])), results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
+writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, devices: Object.fromEntries([...embedders].map(([d, e]) => [d, { backend: e.backendName, reason: e.deviceReason, ...startup[d] }])), parity, gpu: gpuInfo(), results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
 console.log(`\nwrote ${values.json}`);
 for (const e of embedders.values()) await e.dispose();
 process.exit(0);
+
+async function embedOrThrow(embedder: Awaited<ReturnType<typeof loadModelFolder>>, texts: string[]): Promise<Float32Array[]> {
+  const r = await embedder.embed({ texts, task: null, overflowStrategy: 'drop_end', dimensions: null });
+  if (!r.ok) throw new Error(`${embedder.backendName}: ${r.problem.code}: ${r.problem.detail}`);
+  return r.value.vectors;
+}
+
+/** GPU memory in use (MiB) as nvidia-smi reports it, summed over GPUs; undefined without one. */
+function gpuMemoryMb(): number | undefined {
+  try {
+    const out = execFileSync('nvidia-smi', ['--query-gpu=memory.used', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 10_000 });
+    return out.trim().split('\n').reduce((s, x) => s + Number(x), 0);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The GPUs and driver, as nvidia-smi reports them; undefined without one. */
+function gpuInfo(): string | undefined {
+  try {
+    return execFileSync('nvidia-smi', ['--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'], { encoding: 'utf8', timeout: 10_000 }).trim();
+  } catch {
+    return undefined;
+  }
+}
 
 async function runRaw(batch: number[][]) {
   const { dims, inputIds, attentionMask, tokenTypeIds } = padBatch(batch);

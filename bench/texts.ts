@@ -46,3 +46,22 @@ export function wordsForTokens(encode: (t: string) => number[], tokens: number):
   }
   return words;
 }
+
+/** The throughput benchmark's workloads (bench/run.ts, bench/gpu/): token targets and text counts. */
+export function workloads(maxTokens: number): Record<string, { tokens: number[]; count: number }> {
+  return {
+    short: { tokens: [16], count: 1024 },
+    medium: { tokens: [128], count: 256 },
+    long: { tokens: [Math.min(512, maxTokens)], count: 64 },
+    mixed: { tokens: [16, 16, 16, 64, 128, 128, 256, Math.min(512, maxTokens)], count: 256 },
+  };
+}
+
+/** The texts of one workload, the same on every run and for every path that measures it. */
+export function workloadTexts(name: string, encode: (t: string) => number[], maxTokens: number): string[] {
+  const w = workloads(maxTokens)[name];
+  if (!w) throw new Error(`unknown workload "${name}" (known: ${Object.keys(workloads(maxTokens)).join(', ')})`);
+  const pick = rng(99);
+  const byTarget = new Map(w.tokens.map((t) => [t, makeTexts(w.count, wordsForTokens(encode, t), t)]));
+  return Array.from({ length: w.count }, (_, i) => byTarget.get(w.tokens[Math.floor(pick() * w.tokens.length)]!)![i]!);
+}
