@@ -66,6 +66,13 @@ describe('WebGPU path against the CPU path', () => {
     expect(pairs['test model']!.gpu.deviceReason).toMatch(/webgpu was requested; adapter: /);
   });
 
+  it('compiles its pipelines at load (a warm-up batch before ready), not on the first request', () => {
+    for (const { gpu, cpu } of Object.values(pairs)) {
+      expect(gpu.deviceReason).toMatch(/; pipelines compiled at load \(warm-up \d+ ms\)$/);
+      expect(cpu.deviceReason ?? '').not.toMatch(/warm-up/);
+    }
+  });
+
   for (const name of ['test model', 'legal-2-embedder']) {
     it(`${name}: same vectors (cosine >= 0.999), tokens and order for every task, truncation and dimensions`, async () => {
       const { cpu, gpu } = pairs[name]!;

@@ -25,7 +25,13 @@ try {
   const { createTransformersBackend } = await import('../../embedder/transformers-backend.ts');
   // Injected execution providers take the place of onnxruntime-node's thread options.
   const backend = await createTransformersBackend(decision.device === 'webgpu' ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : data);
-  send({ type: 'ready', device: decision.device, reason: decision.reason, adapter: decision.adapter?.name });
+  let reason = decision.reason;
+  if (decision.device === 'webgpu' && data.warmupIds?.length) {
+    const started = performance.now();
+    await backend.run([data.warmupIds]);
+    reason += `; pipelines compiled at load (warm-up ${Math.round(performance.now() - started)} ms)`;
+  }
+  send({ type: 'ready', device: decision.device, reason, adapter: decision.adapter?.name });
   port.on('message', async (message: ToInferenceWorker) => {
     if (message.type === 'gc') {
       (globalThis as { gc?: () => void }).gc?.(); // only with --expose-gc (leak checks)

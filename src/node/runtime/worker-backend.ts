@@ -12,6 +12,8 @@ export interface InferenceWorkerData extends TransformersBackendOptions {
   readonly serverDevice?: ServerDevice;
   /** Substring of the WebGPU adapter's name to use (Dawn's adapter= flag). */
   readonly gpuAdapter?: string;
+  /** Token ids the worker runs once before it reports ready, on WebGPU only (set by createWorkerBackend). */
+  readonly warmupIds?: readonly number[];
 }
 
 export async function createWorkerBackend(options: InferenceWorkerData): Promise<EmbeddingBackend> {
@@ -21,7 +23,11 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
   const tokenizer = await AutoTokenizer.from_pretrained(options.modelId);
   // From source (tests, a dev checkout) the worker registers tsx first; built, it is plain JS.
   const entry = import.meta.url.endsWith('.ts') ? './inference-worker.mjs' : './inference-worker-main.js';
-  const worker = new Worker(new URL(entry, import.meta.url), { workerData: options });
+  // WebGPU compiles its shader pipelines on a session's first run (measured on lavapipe: the
+  // hybrid model's first one-text batch 1.1 s, the next of another shape 0.2 s): one short batch
+  // before ready moves that cost from the first request into start-up.
+  const warmupIds = tokenizer.encode('lexembed warm-up', { add_special_tokens: true });
+  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { ...options, warmupIds } });
   const pending = new Map<number, { resolve: (reply: InferenceReply) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let dead: Error | undefined;
