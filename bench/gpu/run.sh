@@ -87,7 +87,7 @@ fi
   echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
   echo "python3: $(python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null || echo 'no python3 with torch')"
 } > "$OUT/environment.txt"
-cat "$OUT/environment.txt" | tee -a "$WORK/run.log"
+tee -a "$WORK/run.log" < "$OUT/environment.txt"
 
 # The kit runs transpiled JavaScript (bench/**/*.js, dist/); a checkout runs the TypeScript with tsx.
 tsx() { local s=${1%.ts}; shift; if [ -f "$s.js" ]; then node "$s.js" "$@"; else node --import tsx "$s.ts" "$@"; fi; }
@@ -99,8 +99,10 @@ if ! tsx bench/gpu/adapters.ts --gpu-adapter "$ADAPTER" > "$OUT/adapters.json" 2
 fi
 cat "$OUT/adapters.json"
 
-HAVE_TORCH=0
-if [ "$TORCH" = 1 ] && python3 -c 'import torch, transformers, onnx' 2>/dev/null; then HAVE_TORCH=1; else [ "$TORCH" = 1 ] && log "no python3 with torch, transformers and onnx: the PyTorch anchor is skipped"; fi
+if [ "$TORCH" = 1 ] && ! python3 -c 'import torch, transformers, onnx' 2>/dev/null; then
+  TORCH=0
+  log "no python3 with torch, transformers and onnx: the PyTorch anchor is skipped"
+fi
 
 for MODEL in ${MODELS//,/ }; do
   if [ "$MODEL" = minilm ]; then
@@ -115,7 +117,7 @@ for MODEL in ${MODELS//,/ }; do
     [ -e "$DIR/onnx/model.onnx" ] || { echo "run.sh: --models: $DIR is not a model folder (unpack the models archive over the kit, or pass --models-dir)" >&2; exit 2; }
   fi
   log "== $MODEL ($DIR)"
-  if [ "$HAVE_TORCH" = 1 ]; then
+  if [ "$TORCH" = 1 ]; then
     tsx bench/gpu/ids.ts --model "$DIR" --out "$WORK/ids-$MODEL.json" --workloads "$WORKLOADS" 2>&1 | tee -a "$WORK/run.log"
     python3 bench/gpu/torch_anchor.py --model "$DIR" --ids "$WORK/ids-$MODEL.json" --out "$WORK/anchor-$MODEL.json" \
       --dtype "$DTYPE" --max-batch-tokens "$BATCH_TOKENS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"} 2>&1 | tee -a "$WORK/run.log"

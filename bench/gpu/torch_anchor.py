@@ -53,7 +53,7 @@ def graph_constants(graph):
 def bert_state_dict(model_path):
     """BertModel weights out of an ONNX graph whose named tensors use BertModel's names (optionally
     under `bert.`): named embeddings, LayerNorms and biases; each MatMul weight traced through the
-    Add of its named bias. Also returns the graph's other token tables (Gathers of input_ids)."""
+    Add of its named bias. Also returns the graph's other token tables (Gathers of input_ids), as float32."""
     graph = onnx.load(model_path).graph
     consts = graph_constants(graph)
     consumers = {}
@@ -80,7 +80,7 @@ def bert_state_dict(model_path):
         if node.op_type == "Gather" and node.input[1] == "input_ids" and node.input[0] in consts:
             table = consts[node.input[0]]
             if word is None or table.shape != word.shape or not np.array_equal(table, word):
-                other_tables.append((node.input[0], table.astype(np.float32)))
+                other_tables.append(table.astype(np.float32))
     return state, other_tables
 
 
@@ -97,17 +97,14 @@ class Anchor(torch.nn.Module):
 
     def forward(self, input_ids, attention_mask):
         m = attention_mask.unsqueeze(-1).float()
-        if self.bert is None:
-            s = (self.static(input_ids) * m).sum(1) / m.sum(1)
-            return torch.nn.functional.normalize(s, dim=-1)
-        h = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
-        t = (h.float() * m).sum(1) / m.sum(1)
-        if self.static is None:
-            return torch.nn.functional.normalize(t, dim=-1)
-        s = (self.static(input_ids) * m).sum(1) / m.sum(1)
-        v = torch.cat([self.a * torch.nn.functional.normalize(t, dim=-1),
-                       self.b * torch.nn.functional.normalize(s, dim=-1)], dim=-1)
-        return torch.nn.functional.normalize(v, dim=-1)
+        unit_mean = lambda x: torch.nn.functional.normalize((x.float() * m).sum(1) / m.sum(1), dim=-1)  # noqa: E731
+        parts = []
+        if self.bert is not None:
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
+            parts.append(self.a * unit_mean(hidden))
+        if self.static is not None:
+            parts.append(self.b * unit_mean(self.static(input_ids)))
+        return torch.nn.functional.normalize(torch.cat(parts, dim=-1), dim=-1)
 
 
 def build_anchor(folder):
@@ -121,7 +118,7 @@ def build_anchor(folder):
     if not state:  # the static model: one token table, mean-pooled
         if not tables:
             sys.exit(f"{folder}: neither BertModel weights nor a token table found in the ONNX graph")
-        return Anchor(None, tables[0][1]).eval(), None
+        return Anchor(None, tables[0]).eval(), None
     heads = cfg["num_attention_heads"]
     config = BertConfig(vocab_size=cfg["vocab_size"], num_hidden_layers=cfg["num_hidden_layers"],
                         num_attention_heads=heads, intermediate_size=cfg["intermediate_size"],
@@ -139,7 +136,7 @@ def build_anchor(folder):
     if tables and os.path.exists(training):
         with open(training) as f:
             weight = json.load(f).get("hybrid", {}).get("weight", 0.5)
-    return Anchor(bert, tables[0][1] if tables else None, weight).eval(), config
+    return Anchor(bert, tables[0] if tables else None, weight).eval(), config
 
 
 def batches(seqs, max_batch, max_tokens):
@@ -166,17 +163,13 @@ def pad(batch):
 
 
 def embed(model, batch, device):
+    """Unit vectors back on the host, as lexembed returns them (the copy waits for the GPU)."""
     ids, mask = pad(batch)
     with torch.inference_mode():
         return model(ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)).float().cpu()
 
 
-def sync(device):
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def onnxruntime_vectors(model_path, seqs, folder_model):
+def onnxruntime_vectors(model_path, seqs):
     """lexembed's pooling over onnxruntime's last_hidden_state (CPU), unit vectors."""
     try:
         import onnxruntime
@@ -210,13 +203,12 @@ def main():
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("--device cuda: PyTorch sees no CUDA device (pass --device cpu to run on the CPU)")
 
-    torch.manual_seed(0)
     model, config = build_anchor(args.model)
     with open(args.ids) as f:
         workloads = json.load(f)["workloads"]
     probe = [s for seqs in workloads.values() for s in seqs[:8]]
     reference = embed(model, probe, "cpu")
-    ort = onnxruntime_vectors(os.path.join(args.model, "onnx", "model.onnx"), probe, model)
+    ort = onnxruntime_vectors(os.path.join(args.model, "onnx", "model.onnx"), probe)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     model = model.to(args.device)
     if model.bert is not None:
@@ -244,13 +236,11 @@ def main():
         plan = batches(seqs, args.max_batch, args.max_batch_tokens)
         for b in plan:  # warm-up: one pass (kernel selection, allocator)
             embed(model, b, args.device)
-        sync(args.device)
         passes, start = 0, time.perf_counter()
         while True:
             for b in plan:
                 embed(model, b, args.device)
             passes += 1
-            sync(args.device)
             elapsed = time.perf_counter() - start
             if elapsed >= args.seconds:
                 break
@@ -258,7 +248,6 @@ def main():
         for s in seqs[:50]:
             t = time.perf_counter()
             embed(model, [s], args.device)
-            sync(args.device)
             single.append((time.perf_counter() - t) * 1000)
         single.sort()
         tokens = sum(len(s) for s in seqs)
