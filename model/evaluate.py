@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from legal_data import WordPiece, split_pairs, encode_capped
+from legal_data import GENRES, WordPiece, encode_capped, sources_of, split_pairs
 
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -181,9 +181,9 @@ def evaluate_source(rows, embed_fn, dims=None, bm25=None):
 
 
 def print_report(results, label="model"):
-    """Prints the per-source table and adds the two means to results."""
+    """Prints the per-source table and adds the means (over sources, over queries, per genre) to results."""
     print(f"{'source':<20}{'queries':>8}{'corpus':>8}  {'BM25 nDCG@10':>12}{label:>8}{'rel.':>7}  {'BM25 R@100':>10}{label:>8}")
-    sources = [s for s in sorted(results) if s not in ("mean", "mean_over_queries")]
+    sources = [s for s in sorted(results) if s in GENRES]
     for source in sources:
         r = results[source]
         rel = r["model"]["ndcg@10"] / r["bm25"]["ndcg@10"]
@@ -198,6 +198,14 @@ def print_report(results, label="model"):
     print(f"{'mean over all queries':<36}  {ub:>12.3f}{um:>8.3f}{um / ub:>7.2f}", flush=True)
     results["mean"] = {"bm25_ndcg@10": mb, "model_ndcg@10": mm, "relative": mm / mb}
     results["mean_over_queries"] = {"bm25_ndcg@10": ub, "model_ndcg@10": um, "relative": um / ub}
+    genres = {}
+    for genre in sorted({GENRES[s] for s in sources}):
+        members = [s for s in sources if GENRES[s] == genre]
+        gb = float(np.mean([results[s]["bm25"]["ndcg@10"] for s in members]))
+        gm = float(np.mean([results[s]["model"]["ndcg@10"] for s in members]))
+        genres[genre] = {"sources": members, "bm25_ndcg@10": gb, "model_ndcg@10": gm, "relative": gm / gb}
+        print(f"{'genre ' + genre:<36}  {gb:>12.3f}{gm:>8.3f}{gm / gb:>7.2f}", flush=True)
+    results["genres"] = genres
     return results
 
 
@@ -212,24 +220,36 @@ def main():
     p.add_argument("--json", help="write results here too")
     p.add_argument("--bm25-from", help="evaluation.json of the same split to take the BM25 figures from "
                                        "(they do not depend on the model; skips recomputing them)")
+    p.add_argument("--sources", help="comma-separated sources or genres to score (default: all)")
     args = p.parse_args()
-    bm25 = {}
-    if args.bm25_from:
-        with open(args.bm25_from) as f:
-            bm25 = {k: v["bm25"] for k, v in json.load(f).items() if isinstance(v, dict) and "bm25" in v}
-    _, held_out = split_pairs(args.data)
+    evaluate_folder(args.data, args.model, args.json, args.bm25_from, args.dims, args.max_tokens, args.onnx_file,
+                    set(sources_of(args.sources)) if args.sources else None)
+
+
+def load_bm25(path):
+    """The BM25 figures of an earlier evaluation.json (they do not depend on the model)."""
+    if not path:
+        return {}
+    with open(path) as f:
+        return {k: v["bm25"] for k, v in json.load(f).items() if isinstance(v, dict) and "bm25" in v}
+
+
+def evaluate_folder(data, model, json_path=None, bm25_from=None, dims=None, max_tokens=None, onnx_file=None, sources=None):
+    bm25 = load_bm25(bm25_from)
+    _, held_out = split_pairs(data, sources)
     by_source = collections.defaultdict(list)
     for row in held_out:
         by_source[row[0]].append(row)
-    if is_static_folder(args.model):
-        embed_fn = static_embed_fn(args.model, args.max_tokens)
+    if is_static_folder(model):
+        embed_fn = static_embed_fn(model, max_tokens)
     else:
-        embed_fn = onnx_embed_fn(args.model, args.max_tokens, args.onnx_file)
-    results = {source: evaluate_source(by_source[source], embed_fn, args.dims, bm25.get(source)) for source in sorted(by_source)}
+        embed_fn = onnx_embed_fn(model, max_tokens, onnx_file)
+    results = {source: evaluate_source(by_source[source], embed_fn, dims, bm25.get(source)) for source in sorted(by_source)}
     print_report(results)
-    if args.json:
-        with open(args.json, "w") as f:
+    if json_path:
+        with open(json_path, "w") as f:
             json.dump(results, f, indent=2)
+    return results
 
 
 if __name__ == "__main__":

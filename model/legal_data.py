@@ -3,6 +3,7 @@ matches the tokenizer.json lexembed ships (BertNormalizer + BertPreTokenizer + W
 import gzip
 import hashlib
 import json
+import math
 import os
 import re
 import unicodedata
@@ -12,7 +13,33 @@ FILES = {
     "canada-long-titles": "canada-long-titles.jsonl.gz",
     "dc-code": "dc-code.jsonl.gz",
     "cfpb": "cfpb.jsonl.gz",
+    "contracts-lexpredict": "contracts-lexpredict.jsonl.gz",
+    "contracts-commonaccord": "contracts-commonaccord.jsonl.gz",
+    "contracts-commonpaper": "contracts-commonpaper.jsonl.gz",
+    "contracts-nli": "contracts-nli.jsonl.gz",
+    "eurlex": "eurlex.jsonl.gz",
+    "legal-dictionary": "legal-dictionary.jsonl.gz",
+    "licenses": "licenses.jsonl.gz",
 }
+
+# Each source's genre, for reports by genre and for leave-one-genre-out runs.
+GENRES = {
+    "canada-sections": "legislation", "canada-long-titles": "legislation", "dc-code": "legislation",
+    "cfpb": "legislation", "contracts-lexpredict": "contracts", "contracts-commonaccord": "contracts",
+    "contracts-commonpaper": "contracts", "contracts-nli": "contracts", "eurlex": "eu-law",
+    "legal-dictionary": "definitions", "licenses": "licences",
+}
+
+
+def sources_of(names):
+    """Sources named, comma-separated, directly or by genre ("contracts" → the four contract files)."""
+    out = []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        found = [s for s in FILES if s == name or GENRES[s] == name]
+        if not found:
+            raise SystemExit(f"unknown source or genre {name!r}: sources {sorted(FILES)}, genres {sorted(set(GENRES.values()))}")
+        out.extend(s for s in found if s not in out)
+    return out
 
 
 # Long texts are first cut to this many characters per allowed token, at a space, before
@@ -61,18 +88,50 @@ def is_held_out(subset, doc, percent=10):
     return h % 100 < percent
 
 
-def load_pairs(data_dir):
-    """Yields (subset, query, text, doc) in file order."""
+def load_pairs(data_dir, sources=None):
+    """Yields (subset, query, text, doc) in file order (only `sources`, when given)."""
     for subset, name in FILES.items():
+        if sources is not None and subset not in sources:
+            continue
         with gzip.open(os.path.join(data_dir, name), "rt", encoding="utf-8") as f:
             for line in f:
                 row = json.loads(line)
                 yield subset, row["query"], row["text"], row["doc"]
 
 
-def split_pairs(data_dir):
+SAMPLINGS = ("proportional", "cap", "uniform", "sqrt")
+
+
+def draw(members, k, rng):
+    """k indices from members: whole shuffled passes, then a partial one (repeats spread evenly)."""
+    out = []
+    while len(out) < k:
+        members = members[:]
+        rng.shuffle(members)
+        out.extend(members[:k - len(out)])
+    return out
+
+
+def epoch_sample(by_source, sampling, cap, rng):
+    """One epoch's training indices, weighing sources: proportional (every pair once), cap (at
+    most `cap` pairs of each source), uniform (the same number from each source) or sqrt (in
+    proportion to the square root of a source's size); the last two draw as many pairs as there are.
+    by_source: source → indices of its training pairs; rng: a random.Random (or the module)."""
+    sizes = {s: len(m) for s, m in by_source.items()}
+    total = sum(sizes.values())
+    if sampling == "proportional":
+        counts = sizes
+    elif sampling == "cap":
+        counts = {s: min(n, cap) for s, n in sizes.items()}
+    else:
+        weight = {s: (1.0 if sampling == "uniform" else math.sqrt(n)) for s, n in sizes.items()}
+        counts = {s: round(total * w / sum(weight.values())) for s, w in weight.items()}
+    return [i for s, members in by_source.items() for i in draw(members, counts[s], rng)]
+
+
+def split_pairs(data_dir, sources=None):
     train, held_out = [], []
-    for subset, query, text, doc in load_pairs(data_dir):
+    for subset, query, text, doc in load_pairs(data_dir, sources):
         (held_out if is_held_out(subset, doc) else train).append((subset, query, text, doc))
     return train, held_out
 

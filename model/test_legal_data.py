@@ -6,7 +6,9 @@ import json
 import os
 import unittest
 
-from legal_data import CHARS_PER_TOKEN_CUT, WordPiece, encode_capped, is_held_out, split_group
+import random
+
+from legal_data import CHARS_PER_TOKEN_CUT, FILES, GENRES, WordPiece, encode_capped, epoch_sample, is_held_out, sources_of, split_group
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -39,6 +41,48 @@ class SplitTest(unittest.TestCase):
 
     def test_other_sources_are_held_out_by_document(self):
         self.assertEqual(split_group("cfpb", "12-cfr-1002"), "12-cfr-1002")
+        self.assertEqual(split_group("contracts-lexpredict", "lexpredict/employment/12"), "lexpredict/employment/12")
+
+
+class SourcesTest(unittest.TestCase):
+    def test_every_file_has_a_genre_and_genres_name_their_sources(self):
+        self.assertEqual(set(GENRES), set(FILES))
+        self.assertEqual(sources_of("contracts"), ["contracts-lexpredict", "contracts-commonaccord",
+                                                   "contracts-commonpaper", "contracts-nli"])
+        self.assertEqual(sources_of("eu-law, cfpb"), ["eurlex", "cfpb"])
+        self.assertEqual(sources_of(""), [])
+
+    def test_an_unknown_name_stops_with_the_valid_ones(self):
+        with self.assertRaises(SystemExit) as e:
+            sources_of("contract")
+        self.assertIn("contracts-lexpredict", str(e.exception))
+        self.assertIn("eu-law", str(e.exception))
+
+
+class SamplingTest(unittest.TestCase):
+    by_source = {"big": list(range(0, 1000)), "mid": list(range(1000, 1100)), "tiny": [1100, 1101]}
+
+    def counts(self, sampling, cap=150):
+        drawn = epoch_sample(self.by_source, sampling, cap, random.Random(1))
+        return {s: sum(1 for i in drawn if i in set(m)) for s, m in self.by_source.items()}, drawn
+
+    def test_proportional_takes_every_pair_once(self):
+        counts, drawn = self.counts("proportional")
+        self.assertEqual(counts, {"big": 1000, "mid": 100, "tiny": 2})
+        self.assertEqual(len(set(drawn)), len(drawn))
+
+    def test_cap_keeps_at_most_cap_distinct_pairs_of_each_source(self):
+        counts, drawn = self.counts("cap")
+        self.assertEqual(counts, {"big": 150, "mid": 100, "tiny": 2})
+        self.assertEqual(len(set(drawn)), len(drawn))
+
+    def test_uniform_and_sqrt_draw_as_many_pairs_with_repeats_spread_evenly(self):
+        counts, drawn = self.counts("uniform")
+        self.assertEqual(counts, {"big": 367, "mid": 367, "tiny": 367})
+        self.assertEqual(sorted(drawn.count(i) for i in (1100, 1101)), [183, 184])
+        counts, _ = self.counts("sqrt")
+        self.assertEqual(sum(counts.values()), 1102)
+        self.assertAlmostEqual(counts["big"] / counts["tiny"], (1000 / 2) ** 0.5, delta=0.5)
 
 
 class WordPieceTest(unittest.TestCase):

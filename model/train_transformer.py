@@ -32,7 +32,7 @@ from torch.nn import functional as F
 
 from bert import Bert, MlmHead, mean_pool
 from evaluate import bm25_source, build_source, model_source, print_report
-from legal_data import WordPiece, data_fingerprint, is_held_out, load_pairs
+from legal_data import SAMPLINGS, WordPiece, data_fingerprint, epoch_sample, is_held_out, load_pairs, sources_of
 
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
 
@@ -52,7 +52,7 @@ def main():
     log = Logger(t0)
 
     rows = list(load_pairs(args.data))
-    left_out = set(args.leave_out.split(",")) if args.leave_out else set()
+    left_out = set(sources_of(args.leave_out))
     train = [g for g, (s, _, _, d) in enumerate(rows) if not is_held_out(s, d) and s not in left_out]
     held_out = [rows[g] for g, (s, _, _, d) in enumerate(rows) if is_held_out(s, d)]
     if args.smoke:
@@ -126,7 +126,11 @@ def parse_args():
     p.add_argument("--tokenizer", required=True, help="tokenizer.json of the legal WordPiece (kept as is)")
     p.add_argument("--negatives", help="hard negatives from model/mine_negatives.py (none: in-batch only)")
     p.add_argument("--out", required=True)
-    p.add_argument("--leave-out", default="", help="comma-separated sources left out of all training (cross-source test)")
+    p.add_argument("--leave-out", default="", help="comma-separated sources or genres left out of all training "
+                                                   "(leave-one-genre-out test: 'contracts', 'eu-law')")
+    p.add_argument("--sampling", choices=SAMPLINGS, default="cap",
+                   help="how sources are weighed in contrastive epochs (legal_data.epoch_sample)")
+    p.add_argument("--cap", type=int, default=20000, help="pairs per source per epoch with --sampling cap")
     p.add_argument("--init", help="checkpoint.pt to start from (its architecture wins over the flags)")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=256)
@@ -311,6 +315,9 @@ def tune(model, rows, train, tok, args, device, log):
     opt = torch.optim.AdamW(model.parameters(), lr=args.ct_lr, weight_decay=0.01,
                             **({"fused": True} if device.type == "cuda" else {}))
     rng = random.Random(args.seed)
+    by_source = collections.defaultdict(list)
+    for i, g in enumerate(train):
+        by_source[rows[g][0]].append(i)
     order, cursor = [], [0]
     model.train()
 
@@ -324,7 +331,7 @@ def tune(model, rows, train, tok, args, device, log):
         for g in opt.param_groups:
             g["lr"] = lr
         if cursor[0] + args.ct_batch > len(order):
-            order[:] = list(range(len(train)))
+            order[:] = epoch_sample(by_source, args.sampling, args.cap, rng)
             rng.shuffle(order)
             cursor[0] = 0
         batch = order[cursor[0]:cursor[0] + args.ct_batch]
@@ -355,7 +362,7 @@ def tune(model, rows, train, tok, args, device, log):
         return loss
 
     result = run_schedule(args.ct_steps, args.ct_seconds, step, args.ct_lr, device, log, "contrastive")
-    result["epochs"] = round(result["steps_done"] * args.ct_batch / len(train), 2)
+    result["epochs"] = round(result["steps_done"] * args.ct_batch / len(epoch_sample(by_source, args.sampling, args.cap, rng)), 2)
     return result
 
 
