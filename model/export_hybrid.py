@@ -31,6 +31,7 @@ from bert import Bert
 from evaluate import build_source, load_static_model, model_source, print_report
 from export_static import quantize_rows
 from legal_data import load_pairs, split_pairs, encode_capped
+from parity_fixture import write_fixture
 from train_transformer import torch_embed_fn
 from tokenizer_files import write_tokenizer_files
 
@@ -209,9 +210,7 @@ def write_parity(path, model, tok, max_tokens):
                          "vector_head": [round(float(x), 6) for x in v[:8]],  # transformer part
                          "vector_tail": [round(float(x), 6) for x in v[-8:]]}  # static part
                         for t, v in zip(texts, vectors)]
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(fixture, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    write_fixture(path, fixture)
     print(f"wrote {path}: {len(texts)} cases")
 
 

@@ -13,6 +13,13 @@ from evaluate import embed, load_static_model
 from legal_data import encode_capped
 
 
+def write_fixture(path, fixture):
+    """The fixture's layout, shared by every script that writes one (diffs stay small)."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True)
@@ -27,9 +34,7 @@ def main():
         {"text": t, "ids": encode_capped(tok, t, max_tokens), "vector_head": [round(float(x), 6) for x in v[:8]]}
         for t, v in zip(texts, vectors)
     ]
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(fixture, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    write_fixture(args.out, fixture)
     print(f"wrote {args.out}: {len(texts)} cases")
 
 

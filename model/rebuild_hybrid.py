@@ -23,6 +23,7 @@ import onnx
 from onnx import numpy_helper
 
 from evaluate import embed, load_static_model, load_tokenizer
+from parity_fixture import write_fixture
 
 STATIC = "static.weight"
 
@@ -101,9 +102,7 @@ def main():
         vectors = embed(table, static_tok, [c["text"] for c in fixture["cases"]], max_tokens)
         for case, v in zip(fixture["cases"], vectors):
             case["vector_tail"] = [round(float(x) * scale, 6) for x in v[-8:]]
-        with open(args.parity, "w", encoding="utf-8") as f:
-            json.dump(fixture, f, indent=1, ensure_ascii=False)
-            f.write("\n")
+        write_fixture(args.parity, fixture)
         print(f"wrote {args.parity}: static tails of {len(vectors)} cases")
 
 
