@@ -18,7 +18,6 @@ import json
 import math
 import os
 
-import numpy as np
 import onnx
 from onnx import numpy_helper
 

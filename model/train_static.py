@@ -11,7 +11,6 @@ Reproducible: fixed seed, single-threaded data order, deterministic CPU kernels.
 import argparse
 import collections
 import hashlib
-import json
 import math
 import os
 import random
