@@ -112,20 +112,24 @@ def draw(members, k, rng):
     return out
 
 
-def epoch_sample(by_source, sampling, cap, rng):
-    """One epoch's training indices, weighing sources: proportional (every pair once), cap (at
-    most `cap` pairs of each source), uniform (the same number from each source) or sqrt (in
-    proportion to the square root of a source's size); the last two draw as many pairs as there are.
-    by_source: source → indices of its training pairs; rng: a random.Random (or the module)."""
-    sizes = {s: len(m) for s, m in by_source.items()}
-    total = sum(sizes.values())
+def epoch_counts(sizes, sampling, cap):
+    """Pairs drawn from each source in one epoch: proportional (every pair once), cap (at most
+    `cap` pairs of each source), uniform (the same number from each source) or sqrt (in proportion
+    to the square root of a source's size); the last two draw as many pairs as there are.
+    sizes: source → number of its training pairs."""
     if sampling == "proportional":
-        counts = sizes
-    elif sampling == "cap":
-        counts = {s: min(n, cap) for s, n in sizes.items()}
-    else:
-        weight = {s: (1.0 if sampling == "uniform" else math.sqrt(n)) for s, n in sizes.items()}
-        counts = {s: round(total * w / sum(weight.values())) for s, w in weight.items()}
+        return dict(sizes)
+    if sampling == "cap":
+        return {s: min(n, cap) for s, n in sizes.items()}
+    total = sum(sizes.values())
+    weight = {s: (1.0 if sampling == "uniform" else math.sqrt(n)) for s, n in sizes.items()}
+    return {s: round(total * w / sum(weight.values())) for s, w in weight.items()}
+
+
+def epoch_sample(by_source, sampling, cap, rng):
+    """One epoch's training indices, each source's share as epoch_counts says.
+    by_source: source → indices of its training pairs; rng: a random.Random (or the module)."""
+    counts = epoch_counts({s: len(m) for s, m in by_source.items()}, sampling, cap)
     return [i for s, members in by_source.items() for i in draw(members, counts[s], rng)]
 
 

@@ -136,7 +136,8 @@ def main():
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     t0 = time.time()
 
-    train, held_out = split_pairs(args.data, set(sources_of(args.sources)) if args.sources else None)
+    sources = set(sources_of(args.sources)) if args.sources else None
+    train, held_out = split_pairs(args.data, sources)
     left_out = set(sources_of(args.leave_out))
     print(f"pairs: train {len(train)}, held out {len(held_out)}, left out: {sorted(left_out) or 'none'} ({time.time() - t0:.0f}s)", flush=True)
     if args.tokenizer:
@@ -208,7 +209,7 @@ def main():
     if args.eval:
         from evaluate import evaluate_folder
         evaluate_folder(args.data, args.out, os.path.join(args.out, "evaluation.json"), args.bm25_from,
-                        sources=set(sources_of(args.sources)) if args.sources else None)
+                        sources=sources)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from torch.nn import functional as F
 
 from bert import Bert, MlmHead, mean_pool
 from evaluate import bm25_source, build_source, model_source, print_report
-from legal_data import SAMPLINGS, WordPiece, data_fingerprint, epoch_sample, is_held_out, load_pairs, sources_of
+from legal_data import SAMPLINGS, WordPiece, data_fingerprint, epoch_counts, epoch_sample, is_held_out, load_pairs, sources_of
 
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
 
@@ -362,7 +362,8 @@ def tune(model, rows, train, tok, args, device, log):
         return loss
 
     result = run_schedule(args.ct_steps, args.ct_seconds, step, args.ct_lr, device, log, "contrastive")
-    result["epochs"] = round(result["steps_done"] * args.ct_batch / len(epoch_sample(by_source, args.sampling, args.cap, rng)), 2)
+    epoch = sum(epoch_counts({s: len(m) for s, m in by_source.items()}, args.sampling, args.cap).values())
+    result["epochs"] = round(result["steps_done"] * args.ct_batch / epoch, 2)
     return result
 
 
