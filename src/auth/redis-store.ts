@@ -3,9 +3,20 @@ import { Redis } from 'ioredis';
 import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from './records.ts';
 import type { KeyStore } from './store.ts';
 
+/** How long one Redis command may take before the store reports Redis unreachable. */
+export const COMMAND_TIMEOUT_MS = 1000;
+
 export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore {
-  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  // A command waits at most COMMAND_TIMEOUT_MS (also while queued during a reconnect), so a
+  // request meets a stopped Redis as a prompt 503, not a 10 s wait.
+  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: COMMAND_TIMEOUT_MS });
   redis.on('error', () => {}); // surfaced through rejected commands instead
+  /** Lookups on the request path fail at once while the connection is known lost. */
+  const reachable = () => {
+    if (redis.status === 'reconnecting' || redis.status === 'end' || redis.status === 'close') {
+      throw new Error(`the connection to Redis at ${redactedUrl(url)} is lost (${redis.status})`);
+    }
+  };
   const k = {
     byHash: (hash: string) => `${prefix}key:hash:${hash}`,
     byId: (id: string) => `${prefix}key:id:${id}`,
@@ -22,6 +33,7 @@ export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore
       await redis.multi().set(k.byHash(record.hash), JSON.stringify(record)).set(k.byId(record.id), record.hash).sadd(k.keyIds, record.id).exec();
     },
     async findKeyByHash(hash) {
+      reachable();
       return parseKey(await redis.get(k.byHash(hash)));
     },
     async listKeys() {
@@ -46,6 +58,7 @@ export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore
       }
     },
     async getAccount(id) {
+      reachable();
       return parseAccount(await redis.get(k.account(id)));
     },
     async putAccount(account: Account) {
@@ -60,4 +73,15 @@ export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+/** The URL without its password, for messages. */
+function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.href;
+  } catch {
+    return 'the configured URL';
+  }
 }

@@ -1,4 +1,5 @@
 // Key management over a KeyStore, and the authenticator the HTTP app plugs in.
+import { problem } from '../contract/problems.ts';
 import type { Authenticate } from './records.ts';
 import { decideAccess, presentedKey } from './decide.ts';
 import { generateApiKey, generateId, hashApiKey } from './key-format.ts';
@@ -37,14 +38,40 @@ export async function setAccount(store: KeyStore, id: string, patch: AccountPatc
   return account;
 }
 
-/** The app's authentication seam backed by a store: parse and checksum first, then one lookup. */
-export function createStoreAuthenticator(store: KeyStore, clock: () => Date = () => new Date()): Authenticate {
+export interface StoreAuthenticatorOptions {
+  readonly clock?: () => Date;
+  /** Called when the store fails a lookup (the request gets a 503); the server logs it. */
+  readonly onStoreError?: (error: unknown) => void;
+}
+
+/** Seconds a client is asked to wait when the key store cannot be reached. */
+export const STORE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * The app's authentication seam backed by a store: parse and checksum first, then one lookup.
+ * A store that fails (Redis stopped, a file unreadable) gives a 503 with Retry-After: the key
+ * could not be checked, which is neither the client's fault nor a bug.
+ */
+export function createStoreAuthenticator(store: KeyStore, options: StoreAuthenticatorOptions = {}): Authenticate {
+  const clock = options.clock ?? (() => new Date());
   return async ({ authorization, resource }) => {
     const presented = presentedKey(authorization);
     // decideAccess answers an unusable header itself (with its WWW-Authenticate challenge).
     if (!presented.ok) return decideAccess(authorization, null, null, resource, clock());
-    const record = await store.findKeyByHash(await hashApiKey(presented.key));
-    const account = record ? await store.getAccount(record.account) : null;
+    const hash = await hashApiKey(presented.key);
+    let record: KeyRecord | null;
+    let account: Account | null;
+    try {
+      record = await store.findKeyByHash(hash);
+      account = record ? await store.getAccount(record.account) : null;
+    } catch (error) {
+      options.onStoreError?.(error);
+      return problem(
+        'unavailable',
+        `the API key store (${store.name}) cannot be reached, so the key could not be checked; retry after the Retry-After delay (the server log says why)`,
+        { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) },
+      );
+    }
     return decideAccess(authorization, record, account, resource, clock());
   };
 }

@@ -6,6 +6,7 @@ import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.t
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
+import { messageOf } from '../util/message-of.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions } from './options.ts';
 import { openKeyStore, STORE_OPTIONS, StoreConfigSchema } from './store-options.ts';
@@ -103,7 +104,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   embedder.catch(() => {});
   const app = createApp({
     embedder,
-    authenticate: store ? createStoreAuthenticator(store) : undefined,
+    authenticate: store ? createStoreAuthenticator(store, { onStoreError: keyStoreErrorLog(logRecord) }) : undefined,
     docsUrl: config['docs-url'] || undefined,
     maxBodyBytes: config['max-body-bytes'],
     deployment: config.deployment,
@@ -112,7 +113,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     corsOrigins: config['cors-origins'] ? config['cors-origins'].split(',').map((o) => o.trim()) : [],
     onUnexpectedError: (error) => logRecord('error', { msg: 'unexpected error', error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
   });
-  const server = await startServer(app, { port: config.port, host });
+  const server = await startServer(app, { port: config.port, host, docsUrl: config['docs-url'] || undefined });
   log(`listening on ${server.url} (POST /v1/embeddings, GET /health)${store ? ` with API keys from the ${describeStore(config)}` : ''}`);
   const loaded = await Promise.race([embedder.then((e) => ({ e }), (error: Error) => ({ error })), stopped.then((signal) => ({ signal }))]);
   if ('error' in loaded) {
@@ -128,14 +129,10 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
   }
   const signal = await stopped;
-  log(`${signal}: closing (finishing in-flight requests, at most ${DRAIN_TIMEOUT_MS / 1000} s)`);
-  // The timer also keeps the event loop alive while connections drain.
-  const drainTimer = setTimeout(() => {
-    log('drain timed out; closing remaining connections');
-    server.closeAllConnections();
-  }, DRAIN_TIMEOUT_MS);
-  await server.close();
-  clearTimeout(drainTimer);
+  log(`${signal}: closing (no new connections; finishing every request received, at most ${DRAIN_TIMEOUT_MS / 1000} s)`);
+  const { unfinished } = await server.close(DRAIN_TIMEOUT_MS);
+  if (unfinished) logRecord('error', { msg: `drain timed out: answered ${unfinished} unfinished request(s) with 503 Retry-After` });
+  log('closed: every received request was answered');
   await (await embedder.catch(() => undefined))?.dispose();
   await store?.close();
   return 0;
@@ -143,4 +140,17 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
 
 function describeStore(config: z.output<typeof StoreConfigSchema>): string {
   return config.store === 'redis' ? 'Redis key store' : `file key store in ${config['data-dir']}`;
+}
+
+/** Logs key-store failures as they start and then at most every 10 s (each request still gets its 503). */
+function keyStoreErrorLog(logRecord: (level: 'error', record: Record<string, unknown>) => void) {
+  let lastLogged = -Infinity;
+  let since = 0;
+  return (error: unknown) => {
+    since++;
+    if (Date.now() - lastLogged < 10_000) return;
+    logRecord('error', { msg: 'the key store cannot be reached: requests get 503 until it can', error: messageOf(error), failed_lookups: since });
+    lastLogged = Date.now();
+    since = 0;
+  };
 }

@@ -5,4 +5,5 @@ export * from './request.ts';
 export * from './response.ts';
 export * from './vectors.ts';
 export * from './invocations.ts';
+export * from './paths.ts';
 export * from './rerank.ts';

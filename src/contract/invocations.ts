@@ -2,12 +2,16 @@
 // {path, method, headers, data} and answers exactly what the named route answers.
 import { z } from 'zod';
 import { problem } from './problems.ts';
+import { pathSpellingDetail, pathSpellingFault } from './paths.ts';
 import { formatIssues } from './request.ts';
 import type { Result } from './result.ts';
 
 export const INVOCATION_FIELDS = ['path', 'method', 'headers', 'data'] as const;
-/** Methods an invocation may carry (fetch refuses CONNECT, TRACE and TRACK). */
-export const INVOCATION_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/**
+ * Methods an invocation may carry (fetch refuses CONNECT, TRACE and TRACK). Not HEAD: its answer
+ * has no body, so a proxied problem would arrive as a bare status with nothing to say why.
+ */
+export const INVOCATION_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/; // an RFC 9110 token
 const BAD_HEADER_VALUE = /[\0\r\n]/;
 
@@ -42,12 +46,14 @@ export function validateInvocationRequest(body: unknown): Result<InvocationReque
   }
   const { path, method, headers } = parsed.data;
   const pathname = path.split('?')[0]!;
-  // Compare with the URL parser's reading, so "/x/../invocations" cannot reach a route by another spelling.
-  if (new URL(pathname, 'http://invocation.local').pathname !== pathname || pathname.includes('//')) {
-    return { ok: false, problem: problem('validation', `path must be a plain absolute path (no "." or ".." segments, no "//", no escapes of "/"), got "${pathname.slice(0, 200)}"`) };
-  }
+  // The routes' own rule, so neither "/x/../invocations" nor "/%69nvocations" reaches a route by another spelling.
+  const fault = pathSpellingFault(path);
+  if (fault) return { ok: false, problem: problem('validation', `path must be a plain absolute path: ${pathSpellingDetail(path, fault)}`) };
   if (pathname === '/invocations') {
     return { ok: false, problem: problem('validation', 'path must name an API route such as "/v1/embeddings", not /invocations itself') };
+  }
+  if (method === 'HEAD') {
+    return { ok: false, problem: problem('validation', 'method HEAD is not proxied: its answer has no body to carry back through /invocations; send "GET" for the same status and headers with the body') };
   }
   if (!(INVOCATION_METHODS as readonly string[]).includes(method)) {
     return { ok: false, problem: problem('validation', `method must be one of ${INVOCATION_METHODS.join(', ')}, got "${method}"`) };

@@ -2,13 +2,14 @@
 // failure answered as a problem through problemResponse().
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
-import { buildEmbeddingResponse, DEFAULT_MODEL_NAME, problem, textsOf, validateEmbeddingRequest, type Problem } from '../contract/index.ts';
+import { buildEmbeddingResponse, DEFAULT_MODEL_NAME, pathSpellingDetail, pathSpellingFault, problem, textsOf, validateEmbeddingRequest, type Problem } from '../contract/index.ts';
 import { answerRerankRequest, rerankNotServed } from '../embedder/rerank-request.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { problemResponse } from './problem-response.ts';
+import { RAW_TARGET } from './raw-target.ts';
 import { readJsonBody } from './read-body.ts';
 import { createInvocationsHandler, innerCallOf } from './invocations.ts';
 import type { Route } from './routes.ts';
@@ -54,6 +55,7 @@ export interface AppMetrics {
 }
 
 export type Env = { Variables: { requestId: string; inputTokens: number } };
+export { RAW_TARGET } from './raw-target.ts';
 const REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -116,6 +118,14 @@ export function createApp(options: AppOptions): Hono<Env> {
     const inputTokens = c.get('inputTokens') ?? null;
     options.metrics?.observeRequest({ route, method: c.req.method, status: c.res.status, seconds, inputTokens });
     options.log?.({ msg: 'request', request_id: requestId, method: c.req.method, route, status: c.res.status, latency_ms: +(seconds * 1000).toFixed(2), input_tokens: inputTokens });
+  });
+  // One spelling per route (contract/paths.ts): anything else is no route, before authentication.
+  app.use(async (c, next) => {
+    const raw = (c.env as Record<string, unknown> | undefined)?.[RAW_TARGET];
+    const target = typeof raw === 'string' && raw.startsWith('/') ? raw : new URL(c.req.url).pathname;
+    const fault = pathSpellingFault(target);
+    if (fault) return fail(c, problem('notFound', pathSpellingDetail(target, fault)));
+    await next();
   });
   if (options.corsOrigins?.length) {
     const origins = [...options.corsOrigins];

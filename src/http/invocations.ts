@@ -5,6 +5,7 @@
 import type { Context } from 'hono';
 import { HOP_BY_HOP_HEADERS, validateInvocationRequest, type Problem } from '../contract/index.ts';
 import { readJsonBody } from './read-body.ts';
+import { RAW_TARGET } from './raw-target.ts';
 
 /** The key under which an inner call's record travels in the dispatch context. */
 export const INNER_CALL = 'lexembed.innerCall';
@@ -43,7 +44,9 @@ export function createInvocationsHandler(deps: InvocationsDeps) {
     // On the outer request's origin, so problem types in the answer resolve where the caller is.
     const request = new Request(new URL(path, c.req.url), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined, signal: c.req.raw.signal });
     const call: InnerCall = { inputTokens: null };
-    const inner = await deps.dispatch(request, { ...(c.env as object | undefined), [INNER_CALL]: call });
+    // The outer request's env, less its raw target: the inner request's target is `path`.
+    const { [RAW_TARGET]: _outerTarget, ...env } = (c.env ?? {}) as Record<string, unknown>;
+    const inner = await deps.dispatch(request, { ...env, [INNER_CALL]: call });
     if (call.inputTokens) c.set('inputTokens', call.inputTokens);
     const responseHeaders = new Headers(inner.headers);
     for (const name of HOP_BY_HOP_HEADERS) responseHeaders.delete(name);

@@ -4,6 +4,12 @@ import { problem, type Result } from '../contract/index.ts';
 import { messageOf } from '../util/message-of.ts';
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+/**
+ * Deepest nesting a body may have. Every body of the API needs 4 at most ({data: {texts: [...]}}
+ * through /invocations); code that walks a value recursively (JSON.stringify, validation) would
+ * overflow the stack on thousands.
+ */
+export const MAX_JSON_DEPTH = 64;
 
 export async function readJsonBody(request: Request, maxBytes: number): Promise<Result<unknown>> {
   // No body at all (e.g. an invocation with "data": null) is the problem to name, not its type.
@@ -39,6 +45,10 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   } catch {
     return fail('validation', 'the request body is not valid UTF-8');
   }
+  const depth = nestingDepthOver(text, MAX_JSON_DEPTH);
+  if (depth) {
+    return fail('validation', `the request body nests arrays or objects more than ${MAX_JSON_DEPTH} levels deep (at character ${depth.at}); no field of this API needs more than a few`);
+  }
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
@@ -48,4 +58,21 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 
 function fail(code: 'validation' | 'requestTooLarge', detail: string): Result<never> {
   return { ok: false, problem: problem(code, detail) };
+}
+
+/** Where `json` first nests deeper than `max` (outside strings), scanning without recursion; null if never. */
+export function nestingDepthOver(json: string, max: number): { at: number } | null {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const ch = json.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > max) return { at: i };
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return null;
 }

@@ -1,57 +1,141 @@
-// The Node adapter: serves the Hono app over node:http, with a graceful drain.
-import { serve, type ServerType } from '@hono/node-server';
-import { Server as NetServer, type AddressInfo } from 'node:net';
-import type { Server as HttpServer } from 'node:http';
+// The Node adapter: serves the Hono app over node:http, hands it the raw request target, answers
+// requests Node's own parser refuses as problems, and drains without dropping received requests.
+import { getRequestListener } from '@hono/node-server';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
+import { PROBLEM_CATALOGUE, PROBLEM_CONTENT_TYPE, problem, problemStatus, toProblemDocument, type Problem } from '../contract/index.ts';
+import { problemResponse } from '../http/problem-response.ts';
+import { RAW_TARGET } from '../http/raw-target.ts';
+
 /** Anything with a fetch handler, e.g. the Hono app. */
 export interface FetchApp {
-  fetch(request: Request): Response | Promise<Response>;
+  fetch(request: Request, env?: Record<string, unknown>): Response | Promise<Response>;
+}
+
+export interface ServerOptions {
+  readonly port: number;
+  readonly host: string;
+  /** Base of problem `type` URIs for the answers this adapter writes itself (default: the server's /docs). */
+  readonly docsUrl?: string;
+  /** Largest request head (request line and headers) in bytes; larger ones get a 413. Node's default: 16 KiB. */
+  readonly maxHeaderBytes?: number;
+}
+
+export interface DrainOutcome {
+  /** Requests received before the drain that had no answer at its limit: each got a 503. */
+  readonly unfinished: number;
 }
 
 export interface RunningServer {
   readonly url: string;
   readonly port: number;
   /**
-   * Stops accepting connections, lets requests already sent on open connections finish,
-   * then closes the connections; resolves when all are closed.
+   * Stops accepting connections and answers every request already received (those waiting in
+   * the listen backlog and socket buffers included, with `Connection: close`); after `drainMs`,
+   * whatever is still unanswered gets a 503 problem, then the connections close. Resolves once all
+   * are closed.
    */
-  close(): Promise<void>;
-  /** Drops every open connection (after a drain timeout). */
+  close(drainMs?: number): Promise<DrainOutcome>;
+  /** Drops every open connection. */
   closeAllConnections(): void;
 }
 
-/** How long open connections must stay quiet before the drain closes them. */
-const DRAIN_QUIET_MS = 250;
+const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+/** How long a refused connection may go on sending before it is dropped. */
+const REFUSED_LINGER_MS = 5_000;
 
-export function startServer(app: FetchApp, options: { port: number; host: string }): Promise<RunningServer> {
+export function startServer(app: FetchApp, options: ServerOptions): Promise<RunningServer> {
+  const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  let docsUrl = options.docsUrl ?? '/docs';
+  const pending = new Set<ServerResponse>();
+  let draining = false;
+  const listener = getRequestListener((request: Request, env: { incoming: { url?: string } }) => app.fetch(request, { [RAW_TARGET]: env.incoming.url }), {
+    // A request target the URL parser rejects (e.g. "*"): the client's mistake, said as a problem.
+    errorHandler: () => problemResponse(problem('validation', 'the request target is not a path (such as /v1/embeddings) or the Host header is invalid'), docsUrl),
+  });
+  const http: HttpServer = createServer({ maxHeaderSize: maxHeaderBytes }, listener);
+  // Runs before the app's listener: every received request is tracked until its answer is sent.
+  http.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    pending.add(res);
+    res.once('close', () => pending.delete(res));
+    if (draining) res.setHeader('connection', 'close');
+  });
+  http.on('clientError', (error: Error & { code?: string }, socket: Socket) => refuseMalformed(error, socket, maxHeaderBytes, docsUrl));
+
   return new Promise((resolve, reject) => {
-    let active = 0;
-    let server: ServerType;
-    const onError = (error: Error) => reject(error);
-    server = serve({ fetch: (request: Request) => app.fetch(request), port: options.port, hostname: options.host }, (info: AddressInfo) => {
-      server.off('error', onError);
-      const http = server as HttpServer;
-      http.on('request', (_req, res) => {
-        active++;
-        res.once('close', () => active--);
-      });
+    http.once('error', reject);
+    http.listen(options.port, options.host, () => {
+      http.off('error', reject);
+      const info = http.address() as AddressInfo;
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+      const url = `http://${host}:${info.port}`;
+      docsUrl = options.docsUrl ?? `${url}/docs`;
       resolve({
-        url: `http://${host}:${info.port}`,
+        url,
         port: info.port,
-        close: () =>
-          new Promise<void>((done) => {
-            // net.Server's close stops accepting but, unlike http.Server's since Node 19, does not
-            // drop idle connections at once: a request already on its way over one still lands.
-            let quietSince: number | undefined;
-            const timer = setInterval(() => {
-              if (active > 0) quietSince = undefined;
-              else if ((quietSince ??= Date.now()) + DRAIN_QUIET_MS <= Date.now()) http.closeIdleConnections();
-            }, 25);
-            NetServer.prototype.close.call(http, () => (clearInterval(timer), done()));
-          }),
+        async close(drainMs = Infinity) {
+          draining = true;
+          for (const res of pending) if (!res.headersSent) res.setHeader('connection', 'close');
+          // Connections already in the listen backlog, and bytes already in socket buffers, are
+          // requests a client has sent: one event-loop turn accepts them, the next reads them.
+          await nextTurn();
+          await nextTurn();
+          const closed = new Promise<void>((done) => NetServer.prototype.close.call(http, () => done()));
+          http.closeIdleConnections();
+          // Answers sent during the drain carry Connection: close, so their connections end themselves.
+          let timer: NodeJS.Timeout | undefined;
+          const timedOut = new Promise<'timeout'>((done) => {
+            if (Number.isFinite(drainMs)) timer = setTimeout(() => done('timeout'), drainMs);
+          });
+          const quiet = setInterval(() => http.closeIdleConnections(), 100);
+          try {
+            if ((await Promise.race([closed, timedOut])) !== 'timeout') return { unfinished: 0 };
+            let unfinished = 0;
+            for (const res of pending) {
+              if (res.headersSent) continue;
+              unfinished++;
+              const p = problem('unavailable', `the server is shutting down and could not finish this request within its ${drainMs / 1000} s drain; retry it`, { 'retry-after': '1' });
+              res.writeHead(problemStatus(p), { 'content-type': PROBLEM_CONTENT_TYPE, connection: 'close', ...p.headers });
+              res.end(JSON.stringify(toProblemDocument(p, docsUrl)));
+            }
+            // What is left is mid-answer (a streamed body) or idle: nothing more can be said on it.
+            setTimeout(() => http.closeAllConnections(), 1_000).unref();
+            await closed;
+            return { unfinished };
+          } finally {
+            clearTimeout(timer);
+            clearInterval(quiet);
+          }
+        },
         closeAllConnections: () => http.closeAllConnections(),
       });
     });
-    server.once('error', onError);
   });
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Node's parser refused the request before the app saw it: answer a problem instead of a bare
+ * "400 Bad Request", and keep reading what the client still sends (closing on unread bytes would
+ * reset the connection before the client reads the answer).
+ */
+function refuseMalformed(error: Error & { code?: string }, socket: Socket, maxHeaderBytes: number, docsUrl: string) {
+  if (error.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+  const p: Problem =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? problem('requestTooLarge', `the request line and headers exceed this server's limit of ${maxHeaderBytes} bytes; send a shorter Authorization header (API keys are about 60 characters) and fewer headers`)
+      : error.code === 'HPE_INVALID_METHOD'
+        ? problem('methodNotAllowed', 'the request method is not one this server knows; the API uses POST (and GET for /health, /docs, /openapi.json)')
+        : error.code === 'HPE_HEADER_TIMEOUT' || error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? problem('validation', 'the request headers did not arrive in time; send the whole request promptly')
+          : problem('validation', `the request is not valid HTTP/1.1 (${error.code ?? error.message}); check the request line and headers`);
+  const body = JSON.stringify(toProblemDocument(p, docsUrl));
+  const status = problemStatus(p);
+  const reason = { 400: 'Bad Request', 405: 'Method Not Allowed', 413: 'Content Too Large' }[status] ?? PROBLEM_CATALOGUE[p.code].title;
+  const head = [`HTTP/1.1 ${status} ${reason}`, `Content-Type: ${PROBLEM_CONTENT_TYPE}`, `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
+  if (p.code === 'methodNotAllowed') head.push('Allow: GET, POST');
+  socket.on('data', () => {}); // discard the rest of the request
+  socket.setTimeout(REFUSED_LINGER_MS, () => socket.destroy());
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
 }

@@ -28,7 +28,7 @@ import { startPlatformEmulator } from '../support/platform-emulator.ts';
 import { freePort } from '../support/redis.ts';
 
 const MODEL = 'legal-2-embedder' as const;
-const servers: { close: () => Promise<void> }[] = [];
+const servers: { close: () => Promise<unknown> }[] = [];
 afterAll(async () => Promise.all(servers.map((s) => s.close())));
 
 async function serveApp(app: ReturnType<typeof createApp>): Promise<RunningServer> {
@@ -41,7 +41,7 @@ async function serveRaw(handler: Parameters<typeof createServer>[1]): Promise<{ 
   let hits = 0;
   const server: Server = createServer((req, res) => (hits++, handler!(req, res)));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  servers.push({ close: () => new Promise((r) => (server.closeAllConnections(), server.close(() => r()))) });
+  servers.push({ close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) });
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, hits: () => hits };
 }
 

@@ -56,6 +56,25 @@ describe('POST /v1/embeddings on the fake backend', () => {
     await expectProblem(await app.request('/v1/embeddings', json({ model: MODEL, texts: 'a', inputs: 'x' })), 400, 'Validation error', '400-validation-error', /unknown field "inputs"/);
   });
 
+  it('400 for a body nested deeper than 64 levels, before anything walks it (strings may hold brackets)', async () => {
+    const deep = (n: number) => `{"model": "${MODEL}", "texts": ${'['.repeat(n)}"a"${']'.repeat(n)}}`;
+    await expectProblem(await app.request('/v1/embeddings', json(deep(10_000))), 400, 'Validation error', '400-validation-error', /^the request body nests arrays or objects more than 64 levels deep \(at character 102\)/);
+    // 63 levels inside the body's own object: the ordinary validation answers, not the depth check.
+    await expectProblem(await app.request('/v1/embeddings', json(deep(63))), 400, 'Validation error', '400-validation-error', 'texts[0] must be a string');
+    expect((await app.request('/v1/embeddings', json({ model: MODEL, texts: ['[[[[{{{{'.repeat(20), '\\"[[[['] }))).status).toBe(200);
+  });
+
+  it('a route has one spelling: percent-escapes, dot segments and "//" are no route (404), before authentication', async () => {
+    const guarded = createApp({ embedder: createEmbedder(fakeSettings(), createFakeBackend()), authenticate: async () => problem('incorrectKey', 'no key') });
+    for (const path of ['/v1/%65mbeddings', '/v1/embeddings%2f', '/v1//embeddings', '/%76%31/embeddings']) {
+      await expectProblem(await guarded.request(path, json({ model: MODEL, texts: 'a' })), 404, 'Not found error', '404-not-found', /routes are matched only as written/);
+    }
+    // Dot segments never reach the app through the URL parser; the Node adapter passes the raw target (tests/reliability).
+    const raw = (target: string) => guarded.fetch(new Request('http://localhost/v1/embeddings', json({ model: MODEL, texts: 'a' })), { 'lexembed.rawTarget': target });
+    await expectProblem(await raw('/x/../v1/embeddings'), 404, 'Not found error', '404-not-found', /has a "\." or "\.\." segment/);
+    await expectProblem(await raw('/v1/embeddings'), 401, 'Incorrect API key error', '401-not-authenticated');
+  });
+
   it('400 for malformed JSON, a non-object body, an empty body and a wrong content type', async () => {
     await expectProblem(await app.request('/v1/embeddings', json('{"model": ')), 400, 'Validation error', '400-validation-error', /^the request body is not valid JSON/);
     await expectProblem(await app.request('/v1/embeddings', json('"texts"')), 400, 'Validation error', '400-validation-error', 'the request body must be a JSON object');

@@ -55,13 +55,12 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   if (!existsSync(settingsPath)) {
     throw new Error(`model folder ${folder} has no ${SETTINGS_FILE}; write one with max_input_tokens and dimensions (see README "Model folders")`);
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(settingsPath, 'utf8'));
-  } catch (error) {
-    throw new Error(`${settingsPath} is not valid JSON: ${messageOf(error)}`);
+  // transformers.js would parse these itself and fail without naming the file.
+  for (const json of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) {
+    if (json === 'tokenizer_config.json' && !existsSync(join(folder, json))) continue;
+    readJsonFile(join(folder, json));
   }
-  const settings = parseModelSettings(raw, settingsPath);
+  const settings = parseModelSettings(readJsonFile(settingsPath), settingsPath);
   if (options.modelName) settings.name = options.modelName;
   const backendOptions = {
     modelId: basename(folder),
@@ -78,4 +77,13 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     ? createTransformersBackend(backendOptions)
     : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter }));
   return createEmbedder(settings, backend, options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
+}
+
+/** A JSON file's value, or an error that names the file and says what is wrong with it. */
+function readJsonFile(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new Error(`${path} is not valid JSON (${messageOf(error)}); the file is damaged or truncated: copy it again from the model's source`);
+  }
 }
