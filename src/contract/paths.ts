@@ -10,8 +10,8 @@
 export function pathSpellingFault(target: string): string | null {
   const path = target.split('?')[0]!;
   if (!path.startsWith('/')) return 'not an absolute path';
-  const escape = /%[\s\S]{0,2}/.exec(path);
-  if (escape) return `a percent-escape ("${escape[0]}")`;
+  const percent = /%[\s\S]{0,2}/.exec(path);
+  if (percent) return `a percent-escape ("${percent[0]}")`;
   if (path.includes('\\')) return 'a backslash';
   const segments = path.slice(1).split('/');
   if (segments.some((s) => s === '.' || s === '..')) return 'a "." or ".." segment';

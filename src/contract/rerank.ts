@@ -11,6 +11,20 @@ import type { Result } from './result.ts';
 export const DEFAULT_RERANK_MODEL_NAME = 'legal-2-reranker';
 /** At most this many texts per request (a first stage's top 100 fits ten times over). */
 export const MAX_RERANK_TEXTS = 1000;
+/**
+ * At most this many chunks per request, over all texts: bounds one request's model work and memory
+ * (1,000 texts of ~800 tokens make ~2,000 chunks at the default size; at size 1 they made 800,000).
+ */
+export const MAX_RERANK_CHUNKS = 4096;
+
+/** The 400 for a request whose texts split into more than MAX_RERANK_CHUNKS chunks. */
+export function tooManyChunks(textsRead: number, chunks: number, chunking: Chunking, caps: Pick<RerankCapabilities, 'maxChunkTokens'>) {
+  return problem(
+    'validation',
+    `the texts split into more than ${MAX_RERANK_CHUNKS} chunks, this server's limit per request (texts[0] to texts[${textsRead - 1}] alone make ${chunks} chunks of ${chunking.size} tokens); ` +
+      `use a larger chunking_options.size (null: ${caps.maxChunkTokens}), or send fewer or shorter texts`,
+  );
+}
 export const SCORING_METHODS = ['auto', 'chunk_max', 'chunk_avg', 'chunk_min'] as const;
 export const RERANK_FIELDS = ['model', 'query', 'texts', 'top_n', 'is_iql', 'scoring_method', 'chunking_options'] as const;
 export const CHUNKING_FIELDS = ['size', 'overlap_ratio', 'overlap_tokens'] as const;

@@ -1,12 +1,37 @@
 // Turns an EmbeddingBackend into the contract's Embedder: prompts, tokenising each text once,
 // overflow handling, cross-request batching (BatchScheduler), dimensions and normalisation.
-import { problem, queryTooLong, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
-import { chunkTexts, dot, scoreTexts } from './rerank.ts';
-import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
+import { MAX_RERANK_CHUNKS, problem, queryTooLong, tooManyChunks, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
+import { chunkCount, chunkTexts, dot, scoreTexts } from './rerank.ts';
+import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
 import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, RerankInput, RerankOutput } from './types.ts';
 
 export type EmbedderHooks = SchedulerHooks;
+
+/**
+ * Characters per token assumed when admitting a request before tokenising it: English legal text
+ * averages 4.5–5 characters per WordPiece token here, so 4 errs towards refusing at saturation.
+ */
+const CHARS_PER_TOKEN_ESTIMATE = 4;
+/** Longest stretch of tokenising between yields to the event loop (other requests, /health). */
+const TOKENISE_SLICE_MS = 8;
+
+/** Tokens a text of `characters` characters is assumed to make, special tokens included. */
+const estimateTokens = (characters: number) => Math.ceil(characters / CHARS_PER_TOKEN_ESTIMATE) + 2;
+
+/** Returns a function to await between units of work: it yields once TOKENISE_SLICE_MS has passed. */
+function pauser(): () => Promise<void> {
+  let since = performance.now();
+  return async () => {
+    if (performance.now() - since < TOKENISE_SLICE_MS) return;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    since = performance.now();
+  };
+}
+
+function atCapacity(error: QueueFullError) {
+  return problem('unavailable', `the server is at capacity (${error.message}); retry after the Retry-After delay`, { 'retry-after': '1' });
+}
 
 /** Wraps a backend with the contract's embedding rules and one shared batching queue. */
 export function createEmbedder(
@@ -42,60 +67,109 @@ export function createEmbedder(
     },
     async embed(input: EmbedInput, options: EmbedOptions = {}): Promise<Result<EmbedOutput>> {
       const prompt = input.task ? settings.prompts[input.task] ?? '' : '';
-      const sequences: number[][] = [];
-      for (const [index, text] of input.texts.entries()) {
-        const ids = backend.encode(prompt + text);
-        if (ids.length <= tokensOfPrompt(prompt)) return { ok: false, problem: unreadable(`texts[${index}]`) };
-        if (ids.length > maxTokens && input.overflowStrategy === null) {
-          return {
-            ok: false,
-            problem: problem(
-              'inputTooLarge',
-              `texts[${index}] is ${ids.length} tokens long, over the model's maximum of ${maxTokens} input tokens; ` +
-                'shorten it, or set overflow_strategy to "drop_end" to truncate it',
-            ),
-          };
-        }
-        sequences.push(truncateToMaxTokens(ids, maxTokens));
+      const admitted = admit(input.texts.reduce((n, text) => n + Math.min(maxTokens, estimateTokens(prompt.length + text.length)), 0));
+      if (!admitted.ok) return admitted;
+      const reservation = admitted.value;
+      try {
+        return await embedAdmitted(input, prompt, reservation, options);
+      } finally {
+        reservation.release();
       }
-      const submitted = await submit(sequences, options.signal);
-      if (!submitted.ok) return submitted;
-      const pooled = submitted.value;
-      const dimensions = input.dimensions ?? settings.dimensions.default;
-      return {
-        ok: true,
-        value: {
-          vectors: pooled.map((v) => truncateAndNormalize(v, dimensions)),
-          inputTokens: sequences.reduce((n, s) => n + s.length, 0),
-        },
-      };
     },
     reranker,
     rerank: reranking ? rerank : undefined,
     dispose: () => backend.dispose(),
   };
 
-  async function submit(sequences: number[][], signal?: AbortSignal): Promise<Result<Float32Array[]>> {
-    try {
-      return { ok: true, value: await scheduler.submit(sequences, signal) };
-    } catch (error) {
-      if (error instanceof QueueFullError) {
-        return { ok: false, problem: problem('unavailable', `the server is at capacity (${error.message}); retry after the Retry-After delay`, { 'retry-after': '1' }) };
+  async function embedAdmitted(input: EmbedInput, prompt: string, reservation: Reservation, options: EmbedOptions): Promise<Result<EmbedOutput>> {
+    const sequences: number[][] = [];
+    const pause = pauser();
+    for (const [index, text] of input.texts.entries()) {
+      await pause();
+      if (options.signal?.aborted) throw options.signal.reason;
+      const ids = backend.encode(prompt + text);
+      if (ids.length <= tokensOfPrompt(prompt)) return { ok: false, problem: unreadable(`texts[${index}]`) };
+      if (ids.length > maxTokens && input.overflowStrategy === null) {
+        return {
+          ok: false,
+          problem: problem(
+            'inputTooLarge',
+            `texts[${index}] is ${ids.length} tokens long, over the model's maximum of ${maxTokens} input tokens; ` +
+              'shorten it, or set overflow_strategy to "drop_end" to truncate it',
+          ),
+        };
       }
+      sequences.push(truncateToMaxTokens(ids, maxTokens));
+    }
+    const submitted = await submit(sequences, options.signal, reservation);
+    if (!submitted.ok) return submitted;
+    const pooled = submitted.value;
+    const dimensions = input.dimensions ?? settings.dimensions.default;
+    return {
+      ok: true,
+      value: {
+        vectors: pooled.map((v) => truncateAndNormalize(v, dimensions)),
+        inputTokens: sequences.reduce((n, s) => n + s.length, 0),
+      },
+    };
+  }
+
+  /** Room in the queue for about `tokens` tokens, held while the request is tokenised; a 503 at once when there is none. */
+  function admit(tokens: number): Result<Reservation> {
+    try {
+      return { ok: true, value: scheduler.reserve(tokens) };
+    } catch (error) {
+      if (error instanceof QueueFullError) return { ok: false, problem: atCapacity(error) };
+      throw error;
+    }
+  }
+
+  async function submit(sequences: number[][], signal?: AbortSignal, reservation?: Reservation): Promise<Result<Float32Array[]>> {
+    try {
+      return { ok: true, value: await scheduler.submit(sequences, signal, reservation) };
+    } catch (error) {
+      if (error instanceof QueueFullError) return { ok: false, problem: atCapacity(error) };
       throw error;
     }
   }
 
   async function rerank(input: RerankInput, options: EmbedOptions = {}): Promise<Result<RerankOutput>> {
+    const documentPrompt = settings.prompts['retrieval/document'] ?? '';
+    const framing = tokensOfPrompt(documentPrompt);
+    const characters = input.texts.reduce((n, text) => n + text.length, input.query.length);
+    const admitted = admit(estimateTokens(characters) + input.texts.length * framing);
+    if (!admitted.ok) return admitted;
+    const reservation = admitted.value;
+    try {
+      return await rerankAdmitted(input, documentPrompt, reservation, options);
+    } finally {
+      reservation.release();
+    }
+  }
+
+  async function rerankAdmitted(input: RerankInput, documentPrompt: string, reservation: Reservation, options: EmbedOptions): Promise<Result<RerankOutput>> {
     const queryPrompt = settings.prompts['retrieval/query'] ?? '';
     const query = backend.encode(queryPrompt + input.query);
     const promptTokens = tokensOfPrompt(queryPrompt);
     if (query.length <= promptTokens) return { ok: false, problem: unreadable('query') };
     if (query.length > maxTokens) return { ok: false, problem: queryTooLong(query.length, reranker!) };
-    const chunked = chunkTexts(backend, input.texts, input.chunking, settings.prompts['retrieval/document'] ?? '');
+    // Tokenise text by text, yielding to the event loop, and stop as soon as the chunks pass the cap.
+    const encoded = new Map<string, number[]>();
+    const pause = pauser();
+    let chunks = 0;
+    for (const [index, text] of input.texts.entries()) {
+      await pause();
+      if (options.signal?.aborted) throw options.signal.reason;
+      const ids = encoded.get(text) ?? backend.encode(text);
+      encoded.set(text, ids);
+      chunks += chunkCount(Math.max(ids.length - 2, 1), input.chunking);
+      if (chunks > MAX_RERANK_CHUNKS) return { ok: false, problem: tooManyChunks(index + 1, chunks, input.chunking, reranker!) };
+    }
+    const tokenizer = { encode: (text: string) => encoded.get(text) ?? backend.encode(text), decode: backend.decode?.bind(backend) };
+    const chunked = chunkTexts(tokenizer, input.texts, input.chunking, documentPrompt);
     if ('unreadable' in chunked) return { ok: false, problem: unreadable(`texts[${chunked.unreadable}]`) };
     const sequences = [query, ...chunked.sequences];
-    const pooled = await submit(sequences, options.signal);
+    const pooled = await submit(sequences, options.signal, reservation);
     if (!pooled.ok) return pooled;
     const dimensions = settings.dimensions.default;
     const [queryVector, ...chunkVectors] = pooled.value.map((v) => truncateAndNormalize(v, dimensions));

@@ -38,6 +38,12 @@ export function chunkTokens<T>(tokens: readonly T[], chunking: Chunking): T[][] 
   }
 }
 
+/** How many chunks chunkTokens makes of `length` tokens, without making them. */
+export function chunkCount(length: number, chunking: Chunking): number {
+  const { size, overlap } = chunking;
+  return length <= size ? 1 : Math.ceil((length - size) / (size - overlap)) + 1;
+}
+
 export interface ChunkedTexts {
   /** Token sequences for the model: the document prompt's head, a chunk, the closing token. */
   readonly sequences: number[][];

@@ -35,6 +35,15 @@ export class QueueFullError extends Error {
   override name = 'QueueFullError';
 }
 
+/**
+ * Room held in the queue for a request that is still being tokenised (admitted on an estimate),
+ * so concurrent requests see it; `submit` takes it, `release` gives it back.
+ */
+export interface Reservation {
+  readonly tokens: number;
+  release(): void;
+}
+
 interface Job {
   readonly results: Float32Array[];
   remaining: number;
@@ -52,6 +61,7 @@ interface Item {
 export class BatchScheduler {
   private queue: Item[] = [];
   private queuedTokens = 0;
+  private reservedTokens = 0;
   private running = false;
   private arrivals = 0;
   private readonly totals = { batches: 0, sequences: 0, realTokens: 0, paddedTokens: 0 };
@@ -67,12 +77,14 @@ export class BatchScheduler {
    * Rejects with QueueFullError when the queue cannot take them, and with the signal's reason
    * when aborted (its waiting sequences leave the queue).
    */
-  submit(sequences: readonly (readonly number[])[], signal?: AbortSignal): Promise<Float32Array[]> {
+  submit(sequences: readonly (readonly number[])[], signal?: AbortSignal, reservation?: Reservation): Promise<Float32Array[]> {
     const tokens = sequences.reduce((n, s) => n + s.length, 0);
+    // A reservation was admitted on its estimate: its request is queued whatever the estimate missed.
+    reservation?.release();
     if (signal?.aborted) return Promise.reject(signal.reason);
-    // One oversized request is still admitted into an empty queue, so nothing valid is refused forever.
-    if (this.queuedTokens > 0 && this.queuedTokens + tokens > this.limits.maxQueueTokens) {
-      return Promise.reject(new QueueFullError(`the queue holds ${this.queuedTokens} tokens; ${tokens} more would pass its limit of ${this.limits.maxQueueTokens}`));
+    if (!reservation) {
+      const refused = this.refusal(tokens);
+      if (refused) return Promise.reject(refused);
     }
     return new Promise((resolve, reject) => {
       const job: Job = { results: new Array(sequences.length), remaining: sequences.length, done: false, resolve, reject };
@@ -94,8 +106,35 @@ export class BatchScheduler {
     });
   }
 
+  /**
+   * Holds room for about `tokens` tokens before the request is tokenised, or throws QueueFullError
+   * at once when the queue cannot take them: a full server answers in milliseconds, not after
+   * tokenising work it will refuse.
+   */
+  reserve(tokens: number): Reservation {
+    const refused = this.refusal(tokens, true);
+    if (refused) throw refused;
+    this.reservedTokens += tokens;
+    let held = true;
+    return {
+      tokens,
+      release: () => {
+        if (held) (held = false), (this.reservedTokens -= tokens);
+      },
+    };
+  }
+
   stats(): SchedulerStats {
     return { ...this.totals, queuedTokens: this.queuedTokens, queuedSequences: this.queue.length };
+  }
+
+  /** Why `tokens` more cannot be queued now, or null. */
+  private refusal(tokens: number, estimated = false): QueueFullError | null {
+    const held = this.queuedTokens + this.reservedTokens;
+    // One oversized request is still admitted into an empty queue, so nothing valid is refused forever.
+    if (held === 0 || held + tokens <= this.limits.maxQueueTokens) return null;
+    const waiting = this.reservedTokens ? `${this.queuedTokens} tokens (and ${this.reservedTokens} more being tokenised)` : `${this.queuedTokens} tokens`;
+    return new QueueFullError(`the queue holds ${waiting}; ${estimated ? 'about ' : ''}${tokens} more would pass its limit of ${this.limits.maxQueueTokens}`);
   }
 
   private removeJob(job: Job) {

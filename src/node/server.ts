@@ -41,6 +41,15 @@ export interface RunningServer {
 }
 
 const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+/** Longest a drain spends taking in connections that were waiting when it began… */
+const SETTLE_MS = 3_000;
+/** …and how long without a new connection counts as the backlog being empty. */
+const SETTLE_QUIET_MS = 100;
+/**
+ * How long a connection with no request in flight is kept during a drain: a request whose bytes
+ * had already arrived is read well within it, so only really idle connections are closed.
+ */
+const IDLE_GRACE_MS = 1_000;
 /** How long a refused connection may go on sending before it is dropped. */
 const REFUSED_LINGER_MS = 5_000;
 
@@ -48,18 +57,38 @@ export function startServer(app: FetchApp, options: ServerOptions): Promise<Runn
   const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
   let docsUrl = options.docsUrl ?? '/docs';
   const pending = new Set<ServerResponse>();
+  /** Per open connection: requests in flight, and since when it has had none. */
+  const connections = new Map<Socket, { inFlight: number; idleSince: number }>();
+  let lastConnectionAt = 0;
+  let accepted = 0;
   let draining = false;
   const listener = getRequestListener((request: Request, env: { incoming: { url?: string } }) => app.fetch(request, { [RAW_TARGET]: env.incoming.url }), {
     // A request target the URL parser rejects (e.g. "*"): the client's mistake, said as a problem.
     errorHandler: () => problemResponse(problem('validation', 'the request target is not a path (such as /v1/embeddings) or the Host header is invalid'), docsUrl),
   });
   const http: HttpServer = createServer({ maxHeaderSize: maxHeaderBytes }, listener);
+  http.on('connection', (socket: Socket) => {
+    lastConnectionAt = performance.now();
+    accepted++;
+    connections.set(socket, { inFlight: 0, idleSince: lastConnectionAt });
+    socket.once('close', () => connections.delete(socket));
+  });
   // Runs before the app's listener: every received request is tracked until its answer is sent.
-  http.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+  http.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     pending.add(res);
-    res.once('close', () => pending.delete(res));
+    const connection = connections.get(req.socket);
+    if (connection) connection.inFlight++;
+    res.once('close', () => {
+      pending.delete(res);
+      if (connection) (connection.inFlight--, (connection.idleSince = performance.now()));
+    });
     if (draining) res.setHeader('connection', 'close');
   });
+  /** Ends connections that have had no request in flight for IDLE_GRACE_MS (bytes on their way are read well within it). */
+  const closeQuietConnections = () => {
+    const now = performance.now();
+    for (const [socket, c] of connections) if (c.inFlight === 0 && now - c.idleSince >= IDLE_GRACE_MS) socket.destroy();
+  };
   http.on('clientError', (error: Error & { code?: string }, socket: Socket) => refuseMalformed(error, socket, maxHeaderBytes, docsUrl));
 
   return new Promise((resolve, reject) => {
@@ -76,18 +105,25 @@ export function startServer(app: FetchApp, options: ServerOptions): Promise<Runn
         async close(drainMs = Infinity) {
           draining = true;
           for (const res of pending) if (!res.headersSent) res.setHeader('connection', 'close');
-          // Connections already in the listen backlog, and bytes already in socket buffers, are
-          // requests a client has sent: one event-loop turn accepts them, the next reads them.
-          await nextTurn();
-          await nextTurn();
+          // Connections waiting in the listen backlog are requests clients have sent, and closing
+          // the listener would reset them: keep accepting until none has come for SETTLE_QUIET_MS
+          // (at most SETTLE_MS), then stop listening.
+          // Quiet is judged after an event-loop turn (a timer can fire late, after a busy stretch,
+          // before the loop has polled the listener again).
+          const settleUntil = performance.now() + SETTLE_MS;
+          for (let seen = accepted; performance.now() < settleUntil; seen = accepted) {
+            await delay(10);
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            if (accepted === seen && performance.now() - lastConnectionAt >= SETTLE_QUIET_MS) break;
+          }
           const closed = new Promise<void>((done) => NetServer.prototype.close.call(http, () => done()));
-          http.closeIdleConnections();
+          closeQuietConnections();
           // Answers sent during the drain carry Connection: close, so their connections end themselves.
           let timer: NodeJS.Timeout | undefined;
           const timedOut = new Promise<'timeout'>((done) => {
             if (Number.isFinite(drainMs)) timer = setTimeout(() => done('timeout'), drainMs);
           });
-          const quiet = setInterval(() => http.closeIdleConnections(), 100);
+          const quiet = setInterval(closeQuietConnections, 50);
           try {
             if ((await Promise.race([closed, timedOut])) !== 'timeout') return { unfinished: 0 };
             let unfinished = 0;
@@ -113,7 +149,7 @@ export function startServer(app: FetchApp, options: ServerOptions): Promise<Runn
   });
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Node's parser refused the request before the app saw it: answer a problem instead of a bare

@@ -143,6 +143,26 @@ describe('BatchScheduler', () => {
     expect(vecs(await s.submit([seq(5)]))).toEqual([expected(seq(5))]);
   });
 
+  it('admits on an estimate before tokenising: a reservation holds room, a full queue refuses at once, release frees it', async () => {
+    const g = gatedBackend();
+    const s = new BatchScheduler(g.backend, { maxBatchSize: 4, maxBatchTokens: 100, maxQueueTokens: 20 });
+    const first = s.reserve(30); // an empty queue takes one oversized request
+    expect(() => s.reserve(1)).toThrow(/the queue holds 0 tokens \(and 30 more being tokenised\); about 1 more would pass its limit of 20/);
+    // The reserved request is queued whatever its estimate missed; its room is then its real tokens.
+    const running = s.submit([seq(5)], undefined, first);
+    await Promise.resolve();
+    const second = s.reserve(18); // the first's tokens are in the model now: the queue is empty
+    await expect(s.submit([seq(4)])).rejects.toThrow(/\(and 18 more being tokenised\); 4 more would pass its limit of 20/);
+    second.release();
+    second.release(); // idempotent
+    const queued = s.submit([seq(4)]);
+    expect(s.stats().queuedTokens).toBe(4);
+    await g.runFreely();
+    expect(vecs(await running)).toEqual([expected(seq(5))]);
+    expect(vecs(await queued)).toEqual([expected(seq(4))]);
+    expect(() => s.reserve(20).release()).not.toThrow();
+  });
+
   it('takes the texts of an aborted request off the queue; others are unaffected', async () => {
     const g = gatedBackend();
     const s = new BatchScheduler(g.backend, { maxBatchSize: 16, maxBatchTokens: 1000, maxQueueTokens: 10_000 });

@@ -54,3 +54,24 @@ describe('lexembed serve', () => {
     expect(server.output()).toContain('SIGTERM');
   });
 });
+
+describe('startServer drain (the Node adapter in process)', () => {
+  it('answers a received request that outlives the drain limit with a 503 problem, closes idle connections, and reports it', async () => {
+    const { startServer } = await import('../../src/node/server.ts');
+    let arrived!: () => void;
+    const received = new Promise<void>((r) => (arrived = r));
+    // An app whose one route never answers on its own; /quick answers at once.
+    const app = { fetch: (req: Request) => (new URL(req.url).pathname === '/quick' ? new Response('ok') : (arrived(), new Promise<Response>(() => {}))) };
+    const server = await startServer(app, { port: 0, host: '127.0.0.1' });
+    const idle = await fetch(`${server.url}/quick`); // leaves a keep-alive connection open and idle
+    expect(await idle.text()).toBe('ok');
+    const stuck = fetch(`${server.url}/stuck`, { method: 'POST', body: 'x' });
+    await received;
+    const outcome = await server.close(300);
+    expect(outcome).toEqual({ unfinished: 1 });
+    const res = await stuck;
+    expect([res.status, res.headers.get('content-type'), res.headers.get('retry-after'), res.headers.get('connection')]).toEqual([503, 'application/problem+json', '1', 'close']);
+    expect((await res.json()).detail).toMatch(/^the server is shutting down and could not finish this request within its 0.3 s drain/);
+    await expect(fetch(`${server.url}/quick`)).rejects.toThrow();
+  });
+});

@@ -13,7 +13,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startRedis(): Promise<{ url: string; stop: () => Promise<void>; child: ChildProcess }> {
   if (spawnSync('redis-server', ['--version']).error) {
     throw new Error('redis-server is not installed: these tests need a real Redis. Install Debian\'s package: apt-get install -y redis-server (.ci/run does)');
   }
@@ -29,7 +29,8 @@ export async function startRedis(): Promise<{ url: string; stop: () => Promise<v
     child.on('exit', (code) => reject(new Error(`redis-server exited with ${code}:\n${output}`)));
   });
   return {
+    child,
     url: `redis://127.0.0.1:${port}`,
-    stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))),
+    stop: () => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGTERM')))),
   };
 }
