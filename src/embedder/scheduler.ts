@@ -124,6 +124,11 @@ export class BatchScheduler {
     };
   }
 
+  /** The QueueFullError that `reserve(tokens)` would throw now, without reserving. */
+  refusalOf(tokens: number): QueueFullError | null {
+    return this.refusal(tokens, true);
+  }
+
   stats(): SchedulerStats {
     return { ...this.totals, queuedTokens: this.queuedTokens, queuedSequences: this.queue.length };
   }

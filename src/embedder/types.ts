@@ -1,5 +1,5 @@
 // The Embedder interface the HTTP app and the CLI talk to, and the backend seam beneath it.
-import type { Chunking, ModelCapabilities, RerankCapabilities, Result, ScoringMethod, Task } from '../contract/index.ts';
+import type { Chunking, ModelCapabilities, Problem, RerankCapabilities, Result, ScoringMethod, Task } from '../contract/index.ts';
 import type { ModelSettings } from './settings.ts';
 
 /** Batching totals of the scheduler (padding efficiency = realTokens / paddedTokens). */
@@ -56,6 +56,11 @@ export interface Embedder extends ModelCapabilities {
   readonly reranker?: RerankCapabilities;
   /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
   rerank?(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
+  /**
+   * A 503 when the queue has no room for a request of `bodyBytes` bytes (estimated from its size),
+   * so a full server refuses before reading and parsing the body; null when it may have room.
+   */
+  refusalBySize?(bodyBytes: number, operation: 'embed' | 'rerank'): Problem | null;
   /** Batching totals (padding efficiency = realTokens / paddedTokens). */
   schedulerStats?(): SchedulerStats;
   /** Diagnostics: a full garbage collection wherever the model runs, if Node ran with --expose-gc. */

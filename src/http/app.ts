@@ -146,11 +146,13 @@ export function createApp(options: AppOptions): Hono<Env> {
       problems: ['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
       async handler(c) {
-        const body = await readJsonBody(c.req.raw, maxBodyBytes);
-        if (!body.ok) return fail(c, body.problem);
         const loadedModel = await model();
         if (!loadedModel.ok) return fail(c, loadedModel.problem);
         const embedder = loadedModel.value;
+        const full = refusedBySize(c, embedder, 'embed');
+        if (full) return fail(c, full);
+        const body = await readJsonBody(c.req.raw, maxBodyBytes);
+        if (!body.ok) return fail(c, body.problem);
         const request = validateEmbeddingRequest(body.value, embedder);
         if (!request.ok) return fail(c, request.problem);
         const { task, overflow_strategy, dimensions } = request.value;
@@ -178,6 +180,8 @@ export function createApp(options: AppOptions): Hono<Env> {
         const embedder = loadedModel.value;
         // Without a reranker the route is not served: say so before reading the body.
         if (!embedder.reranker) return fail(c, rerankNotServed(embedder));
+        const full = refusedBySize(c, embedder, 'rerank');
+        if (full) return fail(c, full);
         const body = await readJsonBody(c.req.raw, maxBodyBytes);
         if (!body.ok) return fail(c, body.problem);
         const result = await answerRerankRequest(embedder, body.value, { signal: c.req.raw.signal });
@@ -255,6 +259,17 @@ export function createApp(options: AppOptions): Hono<Env> {
         ]
       : []),
   ];
+
+  /**
+   * At saturation, the 503 a request gets from its declared size alone, before its body is read:
+   * refusing after parsing megabytes would spend the CPU the model needs. A body over the size
+   * limit is left to the 413.
+   */
+  function refusedBySize(c: Context<Env>, embedder: Embedder, operation: 'embed' | 'rerank'): Problem | null {
+    const declared = Number(c.req.header('content-length') ?? NaN);
+    if (!Number.isFinite(declared) || declared > maxBodyBytes) return null;
+    return embedder.refusalBySize?.(declared, operation) ?? null;
+  }
 
   /** A route of the API this deployment does not serve: authenticated like every operation, then a 404. */
   function notServed(path: string, resource: Resource): Route<Env> {

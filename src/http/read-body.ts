@@ -22,6 +22,8 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) return tooLarge();
 
+  // A declared length within the limit is all the body can be (the HTTP parser holds it to that): read it in one go.
+  if (Number.isFinite(declared)) return parseJson(new Uint8Array(await request.arrayBuffer()));
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -35,44 +37,46 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     }
     chunks.push(value);
   }
-  if (size === 0) return fail('validation', 'the request body is empty; send a JSON object with model and texts');
   const bytes = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) (bytes.set(chunk, offset), (offset += chunk.byteLength));
+  return parseJson(bytes);
+}
+
+function parseJson(bytes: Uint8Array): Result<unknown> {
+  if (bytes.byteLength === 0) return fail('validation', 'the request body is empty; send a JSON object with model and texts');
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     return fail('validation', 'the request body is not valid UTF-8');
   }
-  const depth = nestingDepthOver(text, MAX_JSON_DEPTH);
-  if (depth) {
-    return fail('validation', `the request body nests arrays or objects more than ${MAX_JSON_DEPTH} levels deep (at character ${depth.at}); no field of this API needs more than a few`);
-  }
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(text) };
+    value = JSON.parse(text); // V8's parser is not recursive: any depth parses
   } catch (error) {
     return fail('validation', `the request body is not valid JSON (${messageOf(error)})`);
   }
+  if (nestedDeeperThan(value, MAX_JSON_DEPTH)) {
+    return fail('validation', `the request body nests arrays or objects more than ${MAX_JSON_DEPTH} levels deep; no field of this API needs more than a few`);
+  }
+  return { ok: true, value };
 }
 
 function fail(code: 'validation' | 'requestTooLarge', detail: string): Result<never> {
   return { ok: false, problem: problem(code, detail) };
 }
 
-/** Where `json` first nests deeper than `max` (outside strings), scanning without recursion; null if never. */
-export function nestingDepthOver(json: string, max: number): { at: number } | null {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < json.length; i++) {
-    const ch = json.charCodeAt(i);
-    if (inString) {
-      if (ch === 0x5c) i++; // backslash: skip the escaped character
-      else if (ch === 0x22) inString = false;
-    } else if (ch === 0x22) inString = true;
-    else if (ch === 0x5b || ch === 0x7b) {
-      if (++depth > max) return { at: i };
-    } else if (ch === 0x5d || ch === 0x7d) depth--;
+/** Whether `value` nests arrays or objects deeper than `max`, walked without recursion (stopping there). */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth + 1 > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
   }
-  return null;
+  return false;
 }

@@ -58,7 +58,7 @@ describe('POST /v1/embeddings on the fake backend', () => {
 
   it('400 for a body nested deeper than 64 levels, before anything walks it (strings may hold brackets)', async () => {
     const deep = (n: number) => `{"model": "${MODEL}", "texts": ${'['.repeat(n)}"a"${']'.repeat(n)}}`;
-    await expectProblem(await app.request('/v1/embeddings', json(deep(10_000))), 400, 'Validation error', '400-validation-error', /^the request body nests arrays or objects more than 64 levels deep \(at character 102\)/);
+    await expectProblem(await app.request('/v1/embeddings', json(deep(10_000))), 400, 'Validation error', '400-validation-error', /^the request body nests arrays or objects more than 64 levels deep; /);
     // 63 levels inside the body's own object: the ordinary validation answers, not the depth check.
     await expectProblem(await app.request('/v1/embeddings', json(deep(63))), 400, 'Validation error', '400-validation-error', 'texts[0] must be a string');
     expect((await app.request('/v1/embeddings', json({ model: MODEL, texts: ['[[[[{{{{'.repeat(20), '\\"[[[['] }))).status).toBe(200);

@@ -23,8 +23,9 @@ export interface ServerProcess {
   stop: () => Promise<number | null>;
 }
 
-export async function startServe(args: string[], env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `lexembed serve` (this checkout's, or the CLI at `cli`, e.g. an older commit's for a benchmark). */
+export async function startServe(args: string[], env: Record<string, string> = {}, cli = CLI): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [cli, 'serve', '--port', '0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
