@@ -6,4 +6,5 @@ export * from './response.ts';
 export * from './vectors.ts';
 export * from './invocations.ts';
 export * from './paths.ts';
+export * from './openai.ts';
 export * from './rerank.ts';

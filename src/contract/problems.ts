@@ -31,6 +31,8 @@ export interface Problem {
   readonly detail: string | null;
   /** Extra response headers the problem implies (e.g. Allow, Retry-After). */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The request field it concerns, where one does (the OpenAI error shape's `param`). */
+  readonly param?: string | null;
 }
 
 /** The wire shape of section 2.5. */

@@ -1,6 +1,6 @@
 // Turns an EmbeddingBackend into the contract's Embedder: prompts, tokenising each text once,
 // overflow handling, cross-request batching (BatchScheduler), dimensions and normalisation.
-import { MAX_RERANK_CHUNKS, MAX_TEXTS_PER_REQUEST, problem, queryTooLong, tooManyChunks, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
+import { MAX_RERANK_CHUNKS, problem, queryTooLong, tooManyChunks, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
 import { chunkCount, chunkTexts, dot, scoreTexts } from './rerank.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
@@ -61,10 +61,10 @@ export function createEmbedder(
     maxDimensions: settings.dimensions.max,
     tasks: settings.tasks,
     schedulerStats: () => scheduler.stats(),
-    refusalBySize(bodyBytes, operation) {
-      // An embedding request holds at most MAX_TEXTS_PER_REQUEST texts of at most maxTokens tokens each.
+    refusalBySize(bodyBytes, maxTexts) {
+      // Texts are truncated to maxTokens (or refused), so an embedding request makes at most maxTexts × maxTokens.
       const tokens = estimateTokens(bodyBytes);
-      const refused = scheduler.refusalOf(operation === 'embed' ? Math.min(tokens, MAX_TEXTS_PER_REQUEST * maxTokens) : tokens);
+      const refused = scheduler.refusalOf(maxTexts === null ? tokens : Math.min(tokens, maxTexts * maxTokens));
       return refused && atCapacity(refused);
     },
     async collectGarbage() {

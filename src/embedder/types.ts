@@ -57,10 +57,11 @@ export interface Embedder extends ModelCapabilities {
   /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
   rerank?(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
   /**
-   * A 503 when the queue has no room for a request of `bodyBytes` bytes (estimated from its size),
-   * so a full server refuses before reading and parsing the body; null when it may have room.
+   * A 503 when the queue has no room for a request of `bodyBytes` bytes (estimated from its size;
+   * with `maxTexts`, at most that many texts of the model's maximum length), so a full server
+   * refuses before reading and parsing the body; null when it may have room.
    */
-  refusalBySize?(bodyBytes: number, operation: 'embed' | 'rerank'): Problem | null;
+  refusalBySize?(bodyBytes: number, maxTexts: number | null): Problem | null;
   /** Batching totals (padding efficiency = realTokens / paddedTokens). */
   schedulerStats?(): SchedulerStats;
   /** Diagnostics: a full garbage collection wherever the model runs, if Node ran with --expose-gc. */

@@ -2,13 +2,28 @@
 // failure answered as a problem through problemResponse().
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
-import { buildEmbeddingResponse, DEFAULT_MODEL_NAME, pathSpellingDetail, pathSpellingFault, problem, textsOf, validateEmbeddingRequest, type Problem } from '../contract/index.ts';
+import {
+  buildEmbeddingResponse,
+  buildOpenAIEmbeddingResponse,
+  DEFAULT_MODEL_NAME,
+  MAX_OPENAI_INPUTS,
+  MAX_TEXTS_PER_REQUEST,
+  OPENAI_PREFIX,
+  openAIModelIds,
+  pathSpellingDetail,
+  pathSpellingFault,
+  problem,
+  textsOf,
+  validateEmbeddingRequest,
+  validateOpenAIEmbeddingRequest,
+  type Problem,
+} from '../contract/index.ts';
 import { answerRerankRequest, rerankNotServed } from '../embedder/rerank-request.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
 import { buildOpenApiDocument } from './openapi.ts';
-import { problemResponse } from './problem-response.ts';
+import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
 import { readJsonBody } from './read-body.ts';
 import { createInvocationsHandler, innerCallOf } from './invocations.ts';
@@ -96,7 +111,8 @@ export function createApp(options: AppOptions): Hono<Env> {
       (value) => ({ ok: true, value }),
       () => ({ ok: false, problem: problem('unavailable', 'the model failed to load, so this server cannot answer; the server log says why (fix the model folder, then restart)') }),
     );
-  const fail = (c: Context<Env>, p: Problem) => problemResponse(p, docsUrlOf(c));
+  // The OpenAI-compatible routes answer in OpenAI's error shape, everything else with problem details.
+  const fail = (c: Context<Env>, p: Problem) => (c.req.path.startsWith(`${OPENAI_PREFIX}/`) ? openAIErrorResponse(p) : problemResponse(p, docsUrlOf(c)));
   const app = new Hono<Env>();
 
   // Request id, structured log and metrics, once per request (an /invocations inner call only
@@ -149,7 +165,7 @@ export function createApp(options: AppOptions): Hono<Env> {
         const loadedModel = await model();
         if (!loadedModel.ok) return fail(c, loadedModel.problem);
         const embedder = loadedModel.value;
-        const full = refusedBySize(c, embedder, 'embed');
+        const full = refusedBySize(c, embedder, MAX_TEXTS_PER_REQUEST);
         if (full) return fail(c, full);
         const body = await readJsonBody(c.req.raw, maxBodyBytes);
         if (!body.ok) return fail(c, body.problem);
@@ -180,7 +196,7 @@ export function createApp(options: AppOptions): Hono<Env> {
         const embedder = loadedModel.value;
         // Without a reranker the route is not served: say so before reading the body.
         if (!embedder.reranker) return fail(c, rerankNotServed(embedder));
-        const full = refusedBySize(c, embedder, 'rerank');
+        const full = refusedBySize(c, embedder, null);
         if (full) return fail(c, full);
         const body = await readJsonBody(c.req.raw, maxBodyBytes);
         if (!body.ok) return fail(c, body.problem);
@@ -191,6 +207,53 @@ export function createApp(options: AppOptions): Hono<Env> {
       },
     },
     ...OTHER_OPERATIONS.map(({ path, resource }) => notServed(path, resource)),
+    {
+      method: 'POST',
+      path: `${OPENAI_PREFIX}/embeddings`,
+      operationId: 'createOpenAIEmbeddings',
+      summary: 'OpenAI-compatible embeddings (for the openai client, LangChain, the AI SDK…); errors in OpenAI\'s shape',
+      tags: ['openai'],
+      resource: 'embeddings',
+      body: 'OpenAIEmbeddingRequest',
+      ok: { description: 'One embedding per input, with its index, as floats or base64 float32', json: 'OpenAIEmbeddingResponse' },
+      problems: ['validation', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
+      operation: true,
+      errors: 'openai',
+      async handler(c) {
+        const loadedModel = await model();
+        if (!loadedModel.ok) return fail(c, loadedModel.problem);
+        const embedder = loadedModel.value;
+        const full = refusedBySize(c, embedder, MAX_OPENAI_INPUTS);
+        if (full) return fail(c, full);
+        const body = await readJsonBody(c.req.raw, maxBodyBytes);
+        if (!body.ok) return fail(c, { ...body.problem, param: null });
+        const call = validateOpenAIEmbeddingRequest(body.value, embedder);
+        if (!call.ok) return fail(c, call.problem);
+        const { texts, task, dimensions } = call.value;
+        const result = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions }, { signal: c.req.raw.signal });
+        if (!result.ok) return fail(c, result.problem);
+        c.set('inputTokens', result.value.inputTokens);
+        return c.json(buildOpenAIEmbeddingResponse(result.value.vectors, result.value.inputTokens, call.value));
+      },
+    },
+    {
+      method: 'GET',
+      path: `${OPENAI_PREFIX}/models`,
+      operationId: 'listOpenAIModels',
+      summary: 'OpenAI-compatible model list: the served model and its task aliases',
+      tags: ['openai'],
+      resource: 'embeddings',
+      ok: { description: 'The models', json: 'OpenAIModelList' },
+      problems: ['unavailable'],
+      operation: true,
+      errors: 'openai',
+      async handler(c) {
+        const loadedModel = await model();
+        if (!loadedModel.ok) return fail(c, loadedModel.problem);
+        const data = openAIModelIds(loadedModel.value.modelName).map((id) => ({ id, object: 'model' as const, created: 0, owned_by: 'lexembed' }));
+        return c.json({ object: 'list', data });
+      },
+    },
     {
       method: 'GET',
       path: '/health',
@@ -265,10 +328,10 @@ export function createApp(options: AppOptions): Hono<Env> {
    * refusing after parsing megabytes would spend the CPU the model needs. A body over the size
    * limit is left to the 413.
    */
-  function refusedBySize(c: Context<Env>, embedder: Embedder, operation: 'embed' | 'rerank'): Problem | null {
+  function refusedBySize(c: Context<Env>, embedder: Embedder, maxTexts: number | null): Problem | null {
     const declared = Number(c.req.header('content-length') ?? NaN);
     if (!Number.isFinite(declared) || declared > maxBodyBytes) return null;
-    return embedder.refusalBySize?.(declared, operation) ?? null;
+    return embedder.refusalBySize?.(declared, maxTexts) ?? null;
   }
 
   /** A route of the API this deployment does not serve: authenticated like every operation, then a 404. */

@@ -4,6 +4,10 @@ import { z } from 'zod';
 import {
   EmbeddingResponseSchema,
   InvocationRequestSchema,
+  OpenAIEmbeddingResponseSchema,
+  OpenAIErrorSchema,
+  OpenAIModelListSchema,
+  createOpenAIEmbeddingRequestSchema,
   RerankResponseSchema,
   createRerankRequestSchema,
   PROBLEM_CATALOGUE,
@@ -62,6 +66,15 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
     }
     return out;
   };
+  /** The OpenAI-compatible routes answer errors in OpenAI's shape, at the same statuses. */
+  const openAIErrorsByStatus = (codes: readonly ProblemCode[]) => {
+    const out: Record<string, unknown> = {};
+    for (const status of [...new Set([...codes.map((c) => PROBLEM_CATALOGUE[c].status), 404, 405])]) {
+      const titles = codes.filter((c) => PROBLEM_CATALOGUE[c].status === status).map((c) => PROBLEM_CATALOGUE[c].title);
+      out[String(status)] = { description: titles.join(' | ') || (status === 404 ? 'Not found' : 'Method not allowed'), content: { 'application/json': { schema: { $ref: '#/components/schemas/OpenAIError' } } } };
+    }
+    return out;
+  };
   const routing = { '404': { $ref: '#/components/responses/NotFound' }, '405': { $ref: '#/components/responses/MethodNotAllowed' } };
   const okResponse = (ok: NonNullable<RouteDoc['ok']>) => {
     if (ok.json) return { description: ok.description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ok.json}` } } } };
@@ -81,9 +94,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.body}` } } } } } : {}),
       responses: {
         ...(route.ok ? { '200': okResponse(route.ok) } : {}),
-        ...byStatus(problems),
+        ...(route.errors === 'openai' ? openAIErrorsByStatus(problems) : { ...byStatus(problems), ...(route.operation ? routing : {}) }),
         ...(route.responses ?? {}),
-        ...(route.operation ? routing : {}),
       },
     };
   }
@@ -104,6 +116,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
         EmbeddingResponse: schema(EmbeddingResponseSchema),
         Problem: schema(ProblemDocumentSchema),
         InvocationRequest: schema(InvocationRequestSchema, 'input'),
+        OpenAIEmbeddingRequest: schema(createOpenAIEmbeddingRequestSchema(options.modelName), 'input'),
+        OpenAIEmbeddingResponse: schema(OpenAIEmbeddingResponseSchema),
+        OpenAIModelList: schema(OpenAIModelListSchema),
+        OpenAIError: schema(OpenAIErrorSchema),
         ...(options.rerankModelName
           ? { RerankRequest: schema(createRerankRequestSchema(options.rerankModelName), 'input'), RerankResponse: schema(RerankResponseSchema) }
           : {}),

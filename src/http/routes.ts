@@ -27,6 +27,8 @@ export interface RouteDoc {
   readonly operation?: boolean;
   /** Served only when the loaded model has this (documented as not served otherwise). */
   readonly requires?: 'reranker';
+  /** `openai`: errors in OpenAI's shape ({error: {message, type, param, code}}), not problem details. */
+  readonly errors?: 'openai';
   /** Other responses, as OpenAPI response objects by status. */
   readonly responses?: Readonly<Record<string, unknown>>;
 }

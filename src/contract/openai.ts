@@ -1,0 +1,193 @@
+// The OpenAI-compatible embeddings API, served under /openai/v1 beside the spec's /v1: the
+// request and response shapes the `openai` client, LangChain's OpenAIEmbeddings, the AI SDK's
+// OpenAI-compatible provider and similar tools send and expect, mapped onto the same embedder,
+// with errors in OpenAI's shape ({error: {message, type, param, code}}) at the same statuses.
+import { z } from 'zod';
+import { PROBLEM_CATALOGUE, problem, type Problem, type ProblemCode } from './problems.ts';
+import { formatIssues, type ModelCapabilities, type Task } from './request.ts';
+import type { Result } from './result.ts';
+
+/** The prefix of the OpenAI-compatible routes. */
+export const OPENAI_PREFIX = '/openai/v1';
+/** Inputs per request (OpenAI's own limit); the batching queue splits them into model calls. */
+export const MAX_OPENAI_INPUTS = 2048;
+export const OPENAI_FIELDS = ['input', 'model', 'encoding_format', 'dimensions', 'user', 'input_type'] as const;
+export const INPUT_TYPES = ['query', 'document'] as const;
+export const ENCODING_FORMATS = ['float', 'base64'] as const;
+/** `model` suffixes that choose the task for clients that cannot add a field. */
+const ALIAS_TASKS: Readonly<Record<string, Task>> = { query: 'retrieval/query', document: 'retrieval/document' };
+const INPUT_TYPE_TASKS: Readonly<Record<(typeof INPUT_TYPES)[number], Task>> = { query: 'retrieval/query', document: 'retrieval/document' };
+
+/** The model ids /openai/v1/models lists: the model, and one alias per task. */
+export function openAIModelIds(modelName: string): string[] {
+  return [modelName, ...Object.keys(ALIAS_TASKS).map((suffix) => `${modelName}:${suffix}`)];
+}
+
+const NON_BLANK = /[^\s\u0085]/u;
+
+export function createOpenAIEmbeddingRequestSchema(modelName: string) {
+  const ids = openAIModelIds(modelName);
+  const text = z.string({ error: 'must be a string' }).regex(NON_BLANK, { error: 'must contain at least one non-whitespace character' });
+  return z.strictObject(
+    {
+      input: z
+        .union([text, z.array(text).min(1, { error: 'must hold at least 1 string' }).max(MAX_OPENAI_INPUTS, { error: `must hold at most ${MAX_OPENAI_INPUTS} strings` })], {
+          error: (iss) => (iss.input === undefined ? 'is required' : `must be a string or an array of 1 to ${MAX_OPENAI_INPUTS} strings`),
+        })
+        .describe(`The text or texts to embed: a string, or 1 to ${MAX_OPENAI_INPUTS} strings. Token-id arrays are not accepted.`),
+      model: z
+        .enum(ids as [string, ...string[]], { error: (iss) => (iss.input === undefined ? 'is required' : `must be one of ${ids.map((m) => `"${m}"`).join(', ')}`) })
+        .describe(`"${modelName}", or "${modelName}:query" / "${modelName}:document" to embed queries or documents for retrieval.`),
+      encoding_format: z
+        .enum(ENCODING_FORMATS, { error: 'must be "float" or "base64"' })
+        .default('float')
+        .describe('float: arrays of numbers; base64: each vector as little-endian float32 bytes, base64-encoded (what the openai client asks for by default).'),
+      dimensions: z
+        .number({ error: 'must be an integer of at least 1' })
+        .refine(Number.isInteger, { error: 'must be an integer of at least 1' })
+        .min(1, { error: 'must be an integer of at least 1' })
+        .optional()
+        .describe("Keep the first d components (renormalised); at most the model's maximum."),
+      user: z.string({ error: 'must be a string' }).optional().describe('Accepted and ignored.'),
+      input_type: z
+        .enum(INPUT_TYPES, { error: 'must be "query" or "document"' })
+        .optional()
+        .describe('An extension: "query" for search queries, "document" for the texts searched; absent: no task prompt.'),
+    },
+    { error: 'must be a JSON object' },
+  );
+}
+
+export type OpenAIEmbeddingRequest = z.output<ReturnType<typeof createOpenAIEmbeddingRequestSchema>>;
+
+/** A validated request, in the embedder's terms. */
+export interface OpenAIEmbeddingCall {
+  readonly texts: string[];
+  readonly task: Task | null;
+  readonly dimensions: number | null;
+  readonly encoding: (typeof ENCODING_FORMATS)[number];
+  /** The `model` value as sent, echoed in the response. */
+  readonly model: string;
+}
+
+export function validateOpenAIEmbeddingRequest(body: unknown, caps: ModelCapabilities): Result<OpenAIEmbeddingCall> {
+  const refused = (p: Problem, param: string | null) => ({ ok: false as const, problem: { ...p, param } });
+  const input = (body as { input?: unknown } | null)?.input;
+  if (Array.isArray(input) && input.some((i) => typeof i === 'number' || Array.isArray(i))) {
+    return refused(problem('validation', 'input as token ids is not supported: send the text itself, a string or an array of strings (this server tokenises with its own model)'), 'input');
+  }
+  const parsed = schemaFor(caps.modelName).safeParse(body);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    return refused(problem('validation', formatIssues(parsed.error.issues, { fields: { '': OPENAI_FIELDS } })), first?.path.length ? String(first.path[0]) : null);
+  }
+  const request = parsed.data;
+  const alias = request.model.startsWith(`${caps.modelName}:`) ? ALIAS_TASKS[request.model.slice(caps.modelName.length + 1)] ?? null : null;
+  const typed = request.input_type ? INPUT_TYPE_TASKS[request.input_type] : null;
+  if (alias && typed && alias !== typed) {
+    return refused(problem('validation', `model "${request.model}" and input_type "${request.input_type}" name different tasks; send one of them`), 'input_type');
+  }
+  const task = typed ?? alias;
+  if (task !== null && !caps.tasks.includes(task)) {
+    return refused(problem('unsupportedTask', `the task of ${typed ? `input_type "${request.input_type}"` : `model "${request.model}"`} is not supported by model "${caps.modelName}"`), typed ? 'input_type' : 'model');
+  }
+  if (request.dimensions !== undefined && request.dimensions > caps.maxDimensions) {
+    return refused(
+      problem('unsupportedDimension', `dimensions ${request.dimensions} exceeds the maximum of ${caps.maxDimensions} for model "${caps.modelName}"; pass an integer from 1 to ${caps.maxDimensions}, or leave it out`),
+      'dimensions',
+    );
+  }
+  return {
+    ok: true,
+    value: { texts: typeof request.input === 'string' ? [request.input] : request.input, task, dimensions: request.dimensions ?? null, encoding: request.encoding_format, model: request.model },
+  };
+}
+
+export const OpenAIEmbeddingResponseSchema = z.object({
+  object: z.literal('list'),
+  data: z.array(
+    z.object({
+      object: z.literal('embedding'),
+      index: z.number().int().min(0).describe('Position of the input.'),
+      embedding: z.union([z.array(z.number()), z.string()]).describe('The unit-length vector: numbers, or base64 of little-endian float32 with encoding_format "base64".'),
+    }),
+  ),
+  model: z.string().describe('The model value of the request.'),
+  usage: z.object({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }).describe('Tokens input to the model (both fields equal).'),
+});
+export type OpenAIEmbeddingResponse = z.infer<typeof OpenAIEmbeddingResponseSchema>;
+
+export const OpenAIModelListSchema = z.object({
+  object: z.literal('list'),
+  data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() })),
+});
+
+export function buildOpenAIEmbeddingResponse(vectors: readonly Float32Array[], inputTokens: number, call: Pick<OpenAIEmbeddingCall, 'encoding' | 'model'>): OpenAIEmbeddingResponse {
+  return {
+    object: 'list',
+    data: vectors.map((v, index) => ({ object: 'embedding', index, embedding: call.encoding === 'base64' ? float32Base64(v) : Array.from(v) })),
+    model: call.model,
+    usage: { prompt_tokens: inputTokens, total_tokens: inputTokens },
+  };
+}
+
+/** The vector as little-endian float32 bytes, base64-encoded (what the openai client decodes). */
+export function float32Base64(vector: ArrayLike<number>): string {
+  const bytes = new Uint8Array(vector.length * 4);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < vector.length; i++) view.setFloat32(i * 4, vector[i]!, true);
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+export const OpenAIErrorSchema = z.object({
+  error: z.object({
+    message: z.string().describe('What was wrong and how to fix it.'),
+    type: z.string().describe('invalid_request_error, authentication_error, permission_error, not_found_error, insufficient_quota or server_error.'),
+    param: z.string().nullable().describe('The request field at fault, where one is.'),
+    code: z.string().describe('A stable code, e.g. invalid_api_key, context_length_exceeded, service_unavailable.'),
+  }),
+});
+export type OpenAIErrorBody = z.infer<typeof OpenAIErrorSchema>;
+
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'insufficient_quota',
+  403: 'permission_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  413: 'invalid_request_error',
+  500: 'server_error',
+  503: 'server_error',
+};
+const ERROR_CODES: Readonly<Record<ProblemCode, string>> = {
+  validation: 'invalid_request',
+  inputTooLarge: 'context_length_exceeded',
+  unsupportedDimension: 'unsupported_dimensions',
+  unsupportedTask: 'unsupported_input_type',
+  unauthorizedKey: 'unauthorized_api_key',
+  incorrectKey: 'invalid_api_key',
+  accountOverdue: 'account_overdue',
+  accessForbidden: 'access_forbidden',
+  noSubscription: 'no_subscription',
+  notFound: 'not_found',
+  methodNotAllowed: 'method_not_allowed',
+  requestTooLarge: 'request_too_large',
+  internal: 'internal_error',
+  unavailable: 'service_unavailable',
+};
+
+/** A problem in OpenAI's error shape: same status, the detail as the message. */
+export function toOpenAIError(p: Problem): OpenAIErrorBody {
+  const { status, title } = PROBLEM_CATALOGUE[p.code];
+  return { error: { message: p.detail ?? title, type: ERROR_TYPES[status] ?? 'invalid_request_error', param: p.param ?? null, code: ERROR_CODES[p.code] } };
+}
+
+const schemaCache = new Map<string, ReturnType<typeof createOpenAIEmbeddingRequestSchema>>();
+function schemaFor(modelName: string) {
+  let schema = schemaCache.get(modelName);
+  if (!schema) schemaCache.set(modelName, (schema = createOpenAIEmbeddingRequestSchema(modelName)));
+  return schema;
+}

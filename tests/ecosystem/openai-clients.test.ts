@@ -1,0 +1,103 @@
+// The OpenAI-compatible API with the real packages the ecosystem reaches it through, against the
+// real `lexembed serve` process: the `openai` client (its default base64 and floats, its typed
+// errors) and LangChain's OpenAIEmbeddings in a MemoryVectorStore retrieval.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { OpenAIEmbeddings } from '@langchain/openai';
+import { MemoryVectorStore } from '@langchain/classic/vectorstores/memory';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { startServe, type ServerProcess } from '../support/cli.ts';
+
+const MODEL = 'legal-2-embedder';
+const STATUTES = [
+  'A landlord shall return the security deposit to the tenant within 30 days after the tenancy ends, less lawful deductions for unpaid rent and damage.',
+  'No person shall operate a motor vehicle on a highway while the person’s ability to operate it is impaired by alcohol or a drug.',
+  'An employer shall pay an employee overtime at a rate of one and one-half times the regular wage for hours worked in excess of forty in a workweek.',
+  'A will is not valid unless it is in writing and signed at its end by the testator in the presence of two witnesses.',
+];
+const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  let dot = 0;
+  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
+  return dot; // both unit length
+};
+
+let server: ServerProcess;
+let dataDir: string;
+let key: string;
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'lexembed-openai-'));
+  server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', dataDir]);
+  key = /^(lxk_v1_\S+)$/m.exec(server.output())![1]!;
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** The spec route's vectors for the same texts and task, to compare with. */
+async function specVectors(texts: string[], task: string | null = null): Promise<number[][]> {
+  const res = await fetch(`${server.url}/v1/embeddings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: MODEL, texts, task }),
+  });
+  return ((await res.json()) as { embeddings: { embedding: number[] }[] }).embeddings.map((e) => e.embedding);
+}
+
+describe('the openai client', () => {
+  const client = () => new OpenAI({ apiKey: key, baseURL: `${server.url}/openai/v1`, maxRetries: 0 });
+
+  it('embeddings.create with its default (it asks for base64 and decodes it) gives the spec route vectors', async () => {
+    const res = await client().embeddings.create({ model: MODEL, input: STATUTES });
+    expect(res.data).toHaveLength(4);
+    expect(res.data[0]!.embedding).toHaveLength(384);
+    const expected = await specVectors(STATUTES);
+    res.data.forEach((d, i) => expect(cosine(d.embedding, expected[i]!)).toBeGreaterThan(0.9999));
+    expect(res.usage.prompt_tokens).toBeGreaterThan(40);
+  });
+
+  it('floats on request, dimensions, and the query alias equal the spec route with task retrieval/query', async () => {
+    const floats = await client().embeddings.create({ model: `${MODEL}:query`, input: 'return of a rental deposit', encoding_format: 'float', dimensions: 128 });
+    expect(floats.data[0]!.embedding).toHaveLength(128);
+    const full = (await specVectors(['return of a rental deposit'], 'retrieval/query'))[0]!;
+    const head = full.slice(0, 128);
+    const norm = Math.hypot(...head);
+    expect(cosine(floats.data[0]!.embedding, head.map((x) => x / norm))).toBeGreaterThan(0.9999);
+  });
+
+  it('raises its own typed errors with our code and param', async () => {
+    const badModel = await client().embeddings.create({ model: 'text-embedding-3-small', input: 'x' }).catch((e: unknown) => e);
+    expect(badModel).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(badModel).toMatchObject({ status: 400, code: 'invalid_request', param: 'model', type: 'invalid_request_error' });
+    const wrongKey = await new OpenAI({ apiKey: 'lxk_v1_nope', baseURL: `${server.url}/openai/v1`, maxRetries: 0 }).embeddings.create({ model: MODEL, input: 'x' }).catch((e: unknown) => e);
+    expect(wrongKey).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((wrongKey as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe('invalid_api_key');
+  });
+
+  it('models.list lists the model and its aliases', async () => {
+    const ids: string[] = [];
+    for await (const m of client().models.list()) ids.push(m.id);
+    expect(ids).toEqual([MODEL, `${MODEL}:query`, `${MODEL}:document`]);
+  });
+});
+
+describe("LangChain's OpenAIEmbeddings", () => {
+  it('finds the right statute first in a MemoryVectorStore, documents and queries embedded through the aliases', async () => {
+    const configuration = { baseURL: `${server.url}/openai/v1` };
+    const documents = new OpenAIEmbeddings({ model: `${MODEL}:document`, apiKey: key, configuration });
+    const queries = new OpenAIEmbeddings({ model: `${MODEL}:query`, apiKey: key, configuration });
+    const store = await MemoryVectorStore.fromTexts(STATUTES, STATUTES.map((_, id) => ({ id })), documents);
+    store.embeddings = queries; // similaritySearch embeds the query with the store's embeddings
+    const ask = async (q: string) => (await store.similaritySearch(q, 1))[0]!.metadata.id;
+    expect(await ask('When must a landlord give back the deposit?')).toBe(0);
+    expect(await ask('drunk driving')).toBe(1);
+    expect(await ask('time and a half for extra hours')).toBe(2);
+    expect(await ask('witnesses needed to sign a testament')).toBe(3);
+    // The vectors are the spec route's, task and all.
+    const [viaLangChain] = await documents.embedDocuments([STATUTES[0]!]);
+    expect(cosine(viaLangChain!, (await specVectors([STATUTES[0]!], 'retrieval/document'))[0]!)).toBeGreaterThan(0.9999);
+  });
+});
