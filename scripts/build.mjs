@@ -1,7 +1,8 @@
 // npm run build: dist/ (ESM + .d.ts) from src/ with tsc, then the three npm packages under
 // build/packages/, each with a package.json made here from the root one (one place for versions):
 //
-//   lexembed                     the library: every entry (contract, client, local, edge, server).
+//   lexembed                     the library: every entry (contract, client, local, edge, server,
+//                                and the langchain and ai-sdk adapters).
 //                                Depends on zod only; what an entry needs beyond that is an
 //                                optional peer, so `npm install lexembed` for the client adds zod
 //                                and nothing else.
@@ -79,7 +80,9 @@ const entry = (path) => ({ types: `./dist/${path}.d.ts`, default: `./dist/${path
 /** What the server needs beside zod; the library offers it as optional peers, @lexembed/server installs it. */
 const SERVER_PACKAGES = ['@huggingface/transformers', 'hono', '@hono/node-server', 'prom-client', 'ioredis'];
 const ranges = (names) => Object.fromEntries(names.map((name) => [name, range(name)]));
-const peers = { ...ranges(SERVER_PACKAGES), 'onnxruntime-web': locked('onnxruntime-web'), webgpu: range('webgpu') };
+/** The frameworks the adapter entries plug into (lexembed/langchain, lexembed/ai-sdk): optional peers too. */
+const ADAPTER_PACKAGES = ['@langchain/core', '@ai-sdk/provider'];
+const peers = { ...ranges(SERVER_PACKAGES), ...ranges(ADAPTER_PACKAGES), 'onnxruntime-web': locked('onnxruntime-web'), webgpu: range('webgpu') };
 writeFileSync(join(lib, 'package.json'), JSON.stringify({
   name: 'lexembed',
   ...common,
@@ -93,6 +96,8 @@ writeFileSync(join(lib, 'package.json'), JSON.stringify({
     './local': entry('local/client'),
     './edge': entry('edge/handler'),
     './server': entry('server'),
+    './langchain': entry('adapters/langchain'),
+    './ai-sdk': entry('adapters/ai-sdk'),
     './package.json': './package.json',
   },
   imports: {

@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const NODE_ONLY = new Set(['onnxruntime-node', '@hono/node-server', 'prom-client', 'ioredis', 'tsx', 'autocannon', 'webgpu', ...builtinModules]);
-const ENTRIES = ['src/local/client.ts', 'src/client/index.ts', 'src/contract/index.ts', 'src/edge/handler.ts', 'web-demo/src/main.ts', 'web-demo/src/worker.ts', 'edge/worker.ts'];
+const ENTRIES = ['src/local/client.ts', 'src/client/index.ts', 'src/contract/index.ts', 'src/edge/handler.ts', 'src/adapters/langchain.ts', 'src/adapters/ai-sdk.ts', 'web-demo/src/main.ts', 'web-demo/src/worker.ts', 'edge/worker.ts'];
 
 function walk(entry: string): { files: string[]; packages: Map<string, string> } {
   const files: string[] = [];
@@ -57,6 +57,8 @@ it.each([
   ['src/index.ts', ['zod']],
   ['src/local/client.ts', ['zod', '@huggingface/transformers']],
   ['src/edge/handler.ts', ['zod', '@huggingface/transformers', 'hono']],
+  ['src/adapters/langchain.ts', ['zod', '@langchain/core']],
+  ['src/adapters/ai-sdk.ts', ['zod', '@ai-sdk/provider']],
 ] as const)('%s imports only %j', (entry, allowed) => {
   const names = [...walk(entry).packages.keys()].map((p) => p.split('/').slice(0, p.startsWith('@') ? 2 : 1).join('/'));
   expect([...new Set(names)].filter((n) => !(allowed as readonly string[]).includes(n))).toEqual([]);

@@ -29,7 +29,7 @@ const SERVER_ONLY = ['onnxruntime-node', '@huggingface/transformers', 'sharp', '
 
 let scratch: string;
 const tarballs = { lib: '', models: '', server: '' };
-const projects = { server: '', client: '', browser: '' };
+const projects = { server: '', client: '', browser: '', adapters: '' };
 let server: ChildProcess | undefined;
 let serverUrl: string;
 let apiKey: string;
@@ -70,6 +70,7 @@ beforeAll(async () => {
   projects.server = await makeProject('server-app', { '@lexembed/server': '', ...Object.fromEntries(serverDeps.map((d) => [d, locked(d)])) });
   projects.client = await makeProject('client-app', { lexembed: '' });
   projects.browser = await makeProject('browser-app', { lexembed: '', '@lexembed/legal-2-embedder': '', 'onnxruntime-web': locked('onnxruntime-web'), hono: locked('hono') });
+  projects.adapters = await makeProject('adapters-app', { lexembed: '', '@langchain/core': locked('@langchain/core'), '@ai-sdk/provider': locked('@ai-sdk/provider') });
 
   const created = await run(process.execPath, [join(projects.server, 'node_modules', '.bin', 'lexembed'), 'keys', 'create', '--account', 'acct_pkg', '--data-dir', join(scratch, 'keys')], { cwd: projects.server });
   apiKey = /lxk_v1_\S+/.exec(created.stdout)![0];
@@ -124,7 +125,7 @@ describe('the packed tarballs', () => {
     };
     const counted = analysis.problems.filter((p) => p.resolutionKind !== 'node10' && p.resolutionKind !== 'node16-cjs');
     expect(counted).toEqual([]);
-    for (const entry of ['.', './contract', './client', './local', './edge', './server']) {
+    for (const entry of ['.', './contract', './client', './local', './edge', './server', './langchain', './ai-sdk']) {
       for (const kind of ['node16-esm', 'bundler']) {
         expect(analysis.entrypoints[entry]?.resolutions[kind]?.resolution?.fileName, `${entry} (${kind})`).toMatch(/\/dist\/.*\.d\.ts$/);
       }
@@ -183,6 +184,37 @@ console.log(JSON.stringify({ valid: check.ok, count: embeddings.length, dims: em
     expect(out).toMatchObject({ valid: true, count: 2, dims: 640, rejected: 'AuthenticationError 401' });
     expect(out.tokens).toBeGreaterThan(4);
   });
+
+  it('lexembed/langchain and lexembed/ai-sdk work with their framework installed beside lexembed, and type-check', async () => {
+    const dir = projects.adapters;
+    expect(installed(dir).filter((p) => SERVER_ONLY.includes(p))).toEqual([]);
+    writeFileSync(join(dir, 'adapters.mjs'), `
+import { LexembedEmbeddings } from 'lexembed/langchain';
+import { createLexembed } from 'lexembed/ai-sdk';
+const clientOptions = { baseURL: process.env.BASE_URL };
+const query = await new LexembedEmbeddings({ clientOptions }).embedQuery('Termination of lease');
+const { embeddings } = await createLexembed({ clientOptions }).embeddingModel().doEmbed({ values: ['Rent', 'Deposit'], providerOptions: { lexembed: { task: 'retrieval/document' } } });
+console.log(JSON.stringify({ query: query.length, documents: embeddings.map((e) => e.length) }));
+`);
+    const { stdout } = await run(process.execPath, ['adapters.mjs'], { cwd: dir, env: { ...process.env, BASE_URL: `${serverUrl}/v1`, LEXEMBED_API_KEY: apiKey } });
+    expect(JSON.parse(stdout)).toEqual({ query: 640, documents: [640, 640] });
+    writeFileSync(join(dir, 'consumer.ts'), `
+import { LexembedEmbeddings } from 'lexembed/langchain';
+import { createLexembed, type LexembedProvider } from 'lexembed/ai-sdk';
+import type { Embeddings } from '@langchain/core/embeddings';
+import type { ProviderV3 } from '@ai-sdk/provider';
+export const embeddings: Embeddings = new LexembedEmbeddings({ dimensions: 128 });
+export const provider: ProviderV3 = createLexembed() satisfies LexembedProvider;
+// @ts-expect-error: dimensions is a number
+export const wrong = new LexembedEmbeddings({ dimensions: 'many' });
+`);
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { target: 'es2022', module: 'preserve', moduleResolution: 'bundler', strict: true, noEmit: true, lib: ['es2023', 'dom'], types: [], skipLibCheck: true },
+      files: ['consumer.ts'],
+    }));
+    const result = await run(process.execPath, [TSC, '-p', dir], { cwd: dir }).catch((e: { stdout: string; stderr: string }) => e);
+    expect('stdout' in result ? result.stdout + result.stderr : '').toBe('');
+  }, SLOW);
 
   it('the main entry imports with zod alone (contract, client, embedder core)', async () => {
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('lexembed'); console.log(['Lexembed','createEmbedder','validateEmbeddingRequest'].every((k) => typeof m[k] === 'function'))"], { cwd: projects.client });

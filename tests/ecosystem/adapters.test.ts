@@ -1,0 +1,126 @@
+// lexembed/langchain and lexembed/ai-sdk with the real LangChain and AI SDK packages, against the
+// real `lexembed serve` process through the HTTP client: tasks kept (vectors equal the spec route's
+// with the task), batching to 128, a MemoryVectorStore retrieval, embedMany / embed / rerank, and
+// errors as the frameworks expect them.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { APICallError, NoSuchModelError } from '@ai-sdk/provider';
+import { MemoryVectorStore } from '@langchain/classic/vectorstores/memory';
+import { embed, embedMany, rerank } from 'ai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLexembed } from '../../src/adapters/ai-sdk.ts';
+import type { EmbeddingsClient, RerankingsClient } from '../../src/adapters/client-shape.ts';
+import { LexembedEmbeddings } from '../../src/adapters/langchain.ts';
+import { Lexembed } from '../../src/client/index.ts';
+import type { LocalClient } from '../../src/local/client.ts';
+import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { startServe, type ServerProcess } from '../support/cli.ts';
+
+// The in-browser local client has the shape both adapters take (checked by the type checker).
+const localClientFits: (c: LocalClient) => EmbeddingsClient & RerankingsClient = (c) => c;
+void localClientFits;
+
+const MODEL = 'legal-2-embedder';
+const STATUTES = [
+  'A landlord shall return the security deposit to the tenant within 30 days after the tenancy ends, less lawful deductions for unpaid rent and damage.',
+  'No person shall operate a motor vehicle on a highway while the person’s ability to operate it is impaired by alcohol or a drug.',
+  'An employer shall pay an employee overtime at a rate of one and one-half times the regular wage for hours worked in excess of forty in a workweek.',
+  'A will is not valid unless it is in writing and signed at its end by the testator in the presence of two witnesses.',
+];
+const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  let dot = 0;
+  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
+  return dot;
+};
+
+let server: ServerProcess;
+let dataDir: string;
+let client: Lexembed;
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'lexembed-adapters-'));
+  server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', dataDir]);
+  client = new Lexembed({ apiKey: /^(lxk_v1_\S+)$/m.exec(server.output())![1]!, baseURL: `${server.url}/v1` });
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const spec = async (texts: string[], task: 'retrieval/query' | 'retrieval/document' | null) =>
+  (await client.embeddings.create({ model: MODEL, texts, task })).embeddings.map((e) => e.embedding);
+
+/** Counts the requests an adapter makes and their sizes, passing them on to the real client. */
+function counting(inner: Lexembed) {
+  const sizes: number[] = [];
+  const counted: EmbeddingsClient = {
+    embeddings: { create: (params, options) => (sizes.push(typeof params.texts === 'string' ? 1 : params.texts.length), inner.embeddings.create(params, options)) },
+  };
+  return { counted, sizes };
+}
+
+describe('lexembed/langchain', () => {
+  it('embedQuery is retrieval/query and embedDocuments retrieval/document, equal to the spec route', async () => {
+    const embeddings = new LexembedEmbeddings({ client });
+    expect(cosine(await embeddings.embedQuery('deposit refund'), (await spec(['deposit refund'], 'retrieval/query'))[0]!)).toBeGreaterThan(0.9999);
+    const docs = await embeddings.embedDocuments(STATUTES);
+    const expected = await spec(STATUTES, 'retrieval/document');
+    docs.forEach((d, i) => expect(cosine(d, expected[i]!)).toBeGreaterThan(0.9999));
+  });
+
+  it('batches to 128 texts a request, in order', async () => {
+    const { counted, sizes } = counting(client);
+    const texts = Array.from({ length: 300 }, (_, i) => `Section ${i}. ${STATUTES[i % 4]}`);
+    const vectors = await new LexembedEmbeddings({ client: counted, dimensions: 64 }).embedDocuments(texts);
+    expect(sizes).toEqual([128, 128, 44]);
+    expect(vectors).toHaveLength(300);
+    expect(vectors[299]).toHaveLength(64);
+    expect(cosine(vectors[299]!, vectors[3]!)).toBeLessThan(0.9999); // different texts, not a repeated batch
+    expect(() => new LexembedEmbeddings({ client, batchSize: 0 })).toThrow(/batchSize must be an integer from 1 to 128/);
+  });
+
+  it('a MemoryVectorStore over statutes returns the right one first', async () => {
+    const store = await MemoryVectorStore.fromTexts(STATUTES, STATUTES.map((_, id) => ({ id })), new LexembedEmbeddings({ client }));
+    const ask = async (q: string) => (await store.similaritySearch(q, 1))[0]!.metadata.id;
+    expect(await ask('When must a landlord give back the deposit?')).toBe(0);
+    expect(await ask('drunk driving')).toBe(1);
+    expect(await ask('time and a half for extra hours')).toBe(2);
+    expect(await ask('witnesses needed to sign a testament')).toBe(3);
+  });
+});
+
+describe('lexembed/ai-sdk', () => {
+  const provider = () => createLexembed({ client });
+
+  it('embedMany with the task as a provider option, and embed for a query, equal the spec route', async () => {
+    const { embeddings, usage } = await embedMany({ model: provider().embeddingModel(), values: STATUTES, providerOptions: { lexembed: { task: 'retrieval/document' } } });
+    const expected = await spec(STATUTES, 'retrieval/document');
+    embeddings.forEach((e, i) => expect(cosine(e, expected[i]!)).toBeGreaterThan(0.9999));
+    expect(usage.tokens).toBeGreaterThan(40);
+    const { embedding } = await embed({ model: provider()(), value: 'deposit refund', providerOptions: { lexembed: { task: 'retrieval/query', dimensions: 32 } } });
+    expect(embedding).toHaveLength(32);
+  });
+
+  it('embedMany splits 300 values into calls of 128', async () => {
+    const { counted, sizes } = counting(client);
+    const { embeddings } = await embedMany({ model: createLexembed({ client: counted }).embeddingModel(), values: Array.from({ length: 300 }, (_, i) => `clause ${i}`) });
+    expect(embeddings).toHaveLength(300);
+    expect([...sizes].sort((a, b) => b - a)).toEqual([128, 128, 44]);
+  });
+
+  it('rerank through POST /v1/rerankings puts the right statute first', async () => {
+    const { ranking, rerankedDocuments } = await rerank({ model: provider().rerankingModel(), query: 'return of a rental deposit', documents: STATUTES, topN: 2 });
+    expect(ranking).toHaveLength(2);
+    expect(ranking[0]!.originalIndex).toBe(0);
+    expect(rerankedDocuments[0]).toBe(STATUTES[0]);
+    expect(ranking[0]!.score).toBeGreaterThan(ranking[1]!.score);
+  });
+
+  it('errors are the AI SDK’s: APICallError with the status for a refused call, InvalidArgumentError for a bad option, NoSuchModelError for a chat model', async () => {
+    const refused = await embedMany({ model: provider().embeddingModel('text-embedding-3-small'), values: ['x'], maxRetries: 0 }).catch((e: unknown) => e);
+    expect(APICallError.isInstance(refused)).toBe(true);
+    expect(refused).toMatchObject({ statusCode: 400, isRetryable: false, message: expect.stringMatching(/model must be "legal-2-embedder"/) });
+    await expect(embedMany({ model: provider().embeddingModel(), values: ['x'], providerOptions: { lexembed: { task: 'search' } } })).rejects.toThrow(/task must be one of "retrieval\/query", "retrieval\/document" or null/);
+    expect(() => provider().languageModel('gpt')).toThrow(NoSuchModelError);
+  });
+});
