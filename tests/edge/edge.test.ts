@@ -69,6 +69,24 @@ describe('edge worker in workerd', () => {
     });
   }, 120_000);
 
+  it('serves the OpenAI-compatible route: base64 decodes to the spec route vectors; errors in OpenAI\'s shape', async () => {
+    const texts = ['Overtime pay for hours beyond forty in a workweek'];
+    const openai = await mf.dispatchFetch('http://edge.local/openai/v1/embeddings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'legal-2-embedder:query', input: texts, encoding_format: 'base64' }),
+    });
+    const body = (await openai.json()) as { data: { embedding: string }[] };
+    expect(openai.status, JSON.stringify(body)).toBe(200);
+    const bytes = Uint8Array.from(atob(body.data[0]!.embedding), (ch) => ch.charCodeAt(0));
+    const decoded = Array.from({ length: bytes.length / 4 }, (_, i) => new DataView(bytes.buffer).getFloat32(i * 4, true));
+    const spec = (await (await post({ model: 'legal-2-embedder', texts, task: 'retrieval/query' }, `Bearer ${key}`)).json()) as { embeddings: { embedding: number[] }[] };
+    expect(decoded.reduce((sum, x, k) => sum + x * spec.embeddings[0]!.embedding[k]!, 0)).toBeGreaterThanOrEqual(0.999999);
+    const refused = await mf.dispatchFetch('http://edge.local/openai/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', input: 'x' }) });
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
+  }, 120_000);
+
   it('reranks with the static model\'s fit, with the scores the Node server gives', async () => {
     const body = { model: 'legal-2-reranker', query: 'Return of the security deposit', texts: ['Overtime pay for hours beyond forty in a workweek', 'Security deposit returned within 45 days'] };
     const unauthorised = await mf.dispatchFetch('http://edge.local/v1/rerankings', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
