@@ -2,6 +2,7 @@
 // needs more than zod; the HTTP app and the Node server are in lexembed/server.
 export * from './contract/index.ts';
 export { createEmbedder, type EmbedderHooks } from './embedder/embedder.ts';
+export { chunkText, tokenOffsets, wordTokenCounter, type ChunkOptions, type TextChunk, type TokenSpan } from './embedder/chunk.ts';
 export { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type SchedulerLimits, type SchedulerStats } from './embedder/scheduler.ts';
 export { ModelSettingsSchema, parseModelSettings, type ModelSettings } from './embedder/settings.ts';
 export type { Embedder, EmbeddingBackend, EmbedInput, EmbedOutput } from './embedder/types.ts';

@@ -1,6 +1,6 @@
 // The lexembed client: `new Lexembed().embeddings.create({...})`, on fetch, with no runtime
 // dependencies, for browsers, Node and edge runtimes.
-import type { EmbeddingRequestInput, EmbeddingResponse, RerankRequestInput, RerankResponse } from '../contract/index.ts';
+import type { EmbeddingRequestInput, EmbeddingResponse, RerankRequestInput, RerankResponse, TokenizeRequest, TokenizeResponse } from '../contract/index.ts';
 import { Transport, type APIPromise, type ClientOptions, type RequestOptions } from './core.ts';
 
 export * from './errors.ts';
@@ -37,15 +37,34 @@ export class Rerankings {
   }
 }
 
+/** The tokenize request (an extension): texts, and optionally task and return_offsets. */
+export type TokenizeCreateParams = Pick<TokenizeRequest, 'model'> & { texts: string | readonly string[]; task?: TokenizeRequest['task']; return_offsets?: boolean };
+export type { TokenizeResponse } from '../contract/index.ts';
+
+export class Tokenize {
+  constructor(private readonly transport: Transport) {}
+
+  /**
+   * `POST /tokenize`: token counts as /embeddings would read the texts, and with `return_offsets`
+   * each token with its character offsets; runs no model.
+   * @example const { results } = await client.tokenize.create({ model: 'legal-2-embedder', texts: [contract] })
+   */
+  create(params: TokenizeCreateParams, options: RequestOptions = {}): APIPromise<TokenizeResponse> {
+    return this.transport.post<TokenizeResponse>('/tokenize', params, options);
+  }
+}
+
 export class Lexembed {
   readonly embeddings: Embeddings;
   readonly rerankings: Rerankings;
+  readonly tokenize: Tokenize;
   private readonly transport: Transport;
 
   constructor(options: ClientOptions = {}) {
     this.transport = new Transport(options);
     this.embeddings = new Embeddings(this.transport);
     this.rerankings = new Rerankings(this.transport);
+    this.tokenize = new Tokenize(this.transport);
   }
 
   get baseURL(): string {

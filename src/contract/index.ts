@@ -7,4 +7,5 @@ export * from './vectors.ts';
 export * from './invocations.ts';
 export * from './paths.ts';
 export * from './openai.ts';
+export * from './tokenize.ts';
 export * from './rerank.ts';

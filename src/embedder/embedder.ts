@@ -1,6 +1,7 @@
 // Turns an EmbeddingBackend into the contract's Embedder: prompts, tokenising each text once,
 // overflow handling, cross-request batching (BatchScheduler), dimensions and normalisation.
 import { MAX_RERANK_CHUNKS, problem, queryTooLong, tooManyChunks, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
+import { chunkText, tokenOffsets, wordTokenCounter } from './chunk.ts';
 import { chunkCount, chunkTexts, dot, scoreTexts } from './rerank.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
@@ -48,9 +49,11 @@ export function createEmbedder(
   const unreadable = (field: string) =>
     problem('validation', `${field} has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`);
   const reranking = settings.reranking;
+  // A chunk, framed as the model reads a document ([CLS] prompt chunk [SEP]), fits in one input.
+  const maxChunkTokens = maxTokens - tokensOfPrompt(settings.prompts['retrieval/document'] ?? '');
   const reranker: RerankCapabilities | undefined = reranking && {
     rerankModelName: reranking.name,
-    maxChunkTokens: maxTokens - tokensOfPrompt(settings.prompts['retrieval/document'] ?? ''),
+    maxChunkTokens,
     maxQueryTokens: maxTokens,
   };
   return {
@@ -81,6 +84,27 @@ export function createEmbedder(
       } finally {
         reservation.release();
       }
+    },
+    maxChunkTokens,
+    chunkText(text, options = {}) {
+      const size = options.size ?? maxChunkTokens;
+      const overlap = options.overlap ?? 0;
+      if (!Number.isInteger(size) || size < 1 || size > maxChunkTokens) {
+        return { ok: false, problem: problem('validation', `the chunk size must be an integer from 1 to ${maxChunkTokens} tokens (what model "${settings.name}" reads of a document at once), got ${size}`) };
+      }
+      if (!Number.isInteger(overlap) || overlap < 0 || overlap >= size) {
+        return { ok: false, problem: problem('validation', `the chunk overlap must be an integer from 0 to ${size - 1} tokens (less than the chunk size ${size}), got ${overlap}`) };
+      }
+      return { ok: true, value: chunkText(text, { size, overlap }, wordTokenCounter((t) => backend.encode(t))) };
+    },
+    tokenize(texts, { task, offsets }) {
+      const prompt = task ? settings.prompts[task] ?? '' : '';
+      const tokenize = backend.tokenize ? (t: string) => backend.tokenize!(t) : (t: string) => backend.encode(t).slice(1, -1).map(String);
+      return texts.map((text, index) => ({
+        index,
+        input_tokens: backend.encode(prompt + text).length,
+        ...(offsets ? { tokens: tokenOffsets(text, tokenize) } : {}),
+      }));
     },
     reranker,
     rerank: reranking ? rerank : undefined,

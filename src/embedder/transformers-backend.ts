@@ -54,6 +54,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     name: `transformers.js (${device})`,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
+    tokenize: (text) => tokenizer.tokenize(text),
     async run(batch) {
       const { dims, inputIds, attentionMask, tokenTypeIds } = padBatch(batch);
       const width = dims[1];

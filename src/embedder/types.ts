@@ -1,5 +1,6 @@
 // The Embedder interface the HTTP app and the CLI talk to, and the backend seam beneath it.
-import type { Chunking, ModelCapabilities, Problem, RerankCapabilities, Result, ScoringMethod, Task } from '../contract/index.ts';
+import type { Chunking, ModelCapabilities, Problem, RerankCapabilities, Result, ScoringMethod, Task, TokenizeResponse } from '../contract/index.ts';
+import type { TextChunk } from './chunk.ts';
 import type { ModelSettings } from './settings.ts';
 
 /** Batching totals of the scheduler (padding efficiency = realTokens / paddedTokens). */
@@ -52,6 +53,16 @@ export interface Embedder extends ModelCapabilities {
   /** Why the backend runs where it does (e.g. the WebGPU adapter chosen by --device auto). */
   readonly deviceReason?: string;
   embed(input: EmbedInput, options?: EmbedOptions): Promise<Result<EmbedOutput>>;
+  /**
+   * Splits a long text into chunks of at most `size` tokens (default: what one embedding of a
+   * document reads) with `overlap` tokens repeated (default 0), cut between words, with offsets.
+   * A bad size or overlap is a validation problem.
+   */
+  chunkText(text: string, options?: { size?: number | null; overlap?: number | null }): Result<TextChunk[]>;
+  /** The most tokens one chunk may have: the model's input less its special tokens and document prompt. */
+  readonly maxChunkTokens: number;
+  /** Token counts as `embed` would read the texts (before truncation), optionally each token with offsets. */
+  tokenize(texts: readonly string[], options: { task: Task | null; offsets: boolean }): TokenizeResponse['results'];
   /** The reranker's limits, when the model folder carries a reranking fit. */
   readonly reranker?: RerankCapabilities;
   /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
@@ -75,6 +86,8 @@ export interface EmbeddingBackend {
   readonly deviceReason?: string;
   /** Token ids with special tokens, untruncated. */
   encode(text: string): number[];
+  /** The text's tokens as strings (no special tokens), e.g. ['leas', '##ing']: for token offsets. */
+  tokenize?(text: string): string[];
   /** The text of token ids (special tokens dropped): what reranking's BM25 reads of a chunk. */
   decode?(ids: readonly number[]): string;
   /** Pooled (not yet normalised) vectors, one per sequence, full model width. */

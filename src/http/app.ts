@@ -16,6 +16,7 @@ import {
   textsOf,
   validateEmbeddingRequest,
   validateOpenAIEmbeddingRequest,
+  validateTokenizeRequest,
   type Problem,
 } from '../contract/index.ts';
 import { answerRerankRequest, rerankNotServed } from '../embedder/rerank-request.ts';
@@ -204,6 +205,29 @@ export function createApp(options: AppOptions): Hono<Env> {
         if (!result.ok) return fail(c, result.problem);
         c.set('inputTokens', result.value.usage.input_tokens);
         return c.json(result.value);
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/tokenize',
+      operationId: 'createTokenization',
+      summary: 'Token counts of texts as /v1/embeddings reads them (an extension), optionally each token with its character offsets; runs no model',
+      tags: ['embeddings'],
+      resource: 'embeddings',
+      body: 'TokenizeRequest',
+      ok: { description: 'Per text: its input tokens, and with return_offsets its tokens and offsets', json: 'TokenizeResponse' },
+      problems: ['validation', 'unsupportedTask', ...BODY_PROBLEMS],
+      operation: true,
+      async handler(c) {
+        const loadedModel = await model();
+        if (!loadedModel.ok) return fail(c, loadedModel.problem);
+        const embedder = loadedModel.value;
+        const body = await readJsonBody(c.req.raw, maxBodyBytes);
+        if (!body.ok) return fail(c, body.problem);
+        const request = validateTokenizeRequest(body.value, embedder);
+        if (!request.ok) return fail(c, request.problem);
+        const results = embedder.tokenize(request.value.texts, { task: request.value.task, offsets: request.value.return_offsets });
+        return c.json({ results, max_input_tokens: embedder.settings.max_input_tokens });
       },
     },
     ...OTHER_OPERATIONS.map(({ path, resource }) => notServed(path, resource)),

@@ -2,9 +2,20 @@
 // and typed errors, computed in this page, worker or edge isolate by transformers.js on
 // onnxruntime-web (WebGPU or WASM). Every asset comes from URLs the application serves.
 import { env } from '@huggingface/transformers';
-import { buildEmbeddingResponse, textsOf, toProblemDocument, validateEmbeddingRequest, type EmbeddingResponse, type Problem, type RerankResponse } from '../contract/index.ts';
+import {
+  buildEmbeddingResponse,
+  textsOf,
+  toProblemDocument,
+  validateEmbeddingRequest,
+  validateTokenizeRequest,
+  type EmbeddingResponse,
+  type Problem,
+  type RerankResponse,
+  type TokenizeResponse,
+} from '../contract/index.ts';
+import type { TextChunk } from '../embedder/chunk.ts';
 import { makeAPIError } from '../client/errors.ts';
-import type { EmbeddingCreateParams, RerankingCreateParams } from '../client/index.ts';
+import type { EmbeddingCreateParams, RerankingCreateParams, TokenizeCreateParams } from '../client/index.ts';
 import { answerRerankRequest } from '../embedder/rerank-request.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
 import { parseModelSettings } from '../embedder/settings.ts';
@@ -32,6 +43,13 @@ export interface LocalClient {
   readonly embeddings: { create(params: EmbeddingCreateParams): Promise<EmbeddingResponse> };
   /** Reranking with the model folder's fit (a 404 APIError where its lexembed.json has none). */
   readonly rerankings: { create(params: RerankingCreateParams): Promise<RerankResponse> };
+  /** Token counts (and offsets) as the server's POST /v1/tokenize answers them. */
+  readonly tokenize: { create(params: TokenizeCreateParams): Promise<TokenizeResponse> };
+  /**
+   * Splits a long text into chunks of at most `size` tokens of this model (default: what one
+   * document embedding reads) with `overlap` tokens repeated, with offsets into the text.
+   */
+  chunkText(text: string, options?: { size?: number; overlap?: number }): Promise<TextChunk[]>;
   /** Where the model runs and why; resolves once the model is loaded. */
   readonly ready: Promise<DeviceChoice & { loadMs: number }>;
   dispose(): Promise<void>;
@@ -64,6 +82,20 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
         if (!result.ok) throw toError(result.problem, docsUrl);
         return result.value;
       },
+    },
+    tokenize: {
+      async create(params) {
+        const { embedder } = await loading;
+        const request = validateTokenizeRequest(params, embedder);
+        if (!request.ok) throw toError(request.problem, docsUrl);
+        return { results: embedder.tokenize(request.value.texts, { task: request.value.task, offsets: request.value.return_offsets }), max_input_tokens: embedder.settings.max_input_tokens };
+      },
+    },
+    async chunkText(text, chunkOptions) {
+      const { embedder } = await loading;
+      const chunks = embedder.chunkText(text, chunkOptions);
+      if (!chunks.ok) throw toError(chunks.problem, docsUrl);
+      return chunks.value;
     },
     ready: loading.then(({ choice, loadMs }) => ({ ...choice, loadMs })),
     async dispose() {
@@ -103,3 +135,4 @@ function toError(problem: Problem, docsUrl: string) {
   const doc = toProblemDocument(problem, docsUrl);
   return makeAPIError(doc.status, doc, new Headers({ 'content-type': 'application/problem+json', ...problem.headers }));
 }
+export { chunkText, tokenOffsets, wordTokenCounter, type ChunkOptions, type TextChunk, type TokenSpan } from '../embedder/chunk.ts';

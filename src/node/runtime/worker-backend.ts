@@ -68,6 +68,7 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
     deviceReason: ready.reason,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
+    tokenize: (text) => tokenizer.tokenize(text),
     async run(batch) {
       const reply = await ask({ type: 'run', id: nextId++, batch: batch.map((seq) => [...seq]) });
       if (reply.type !== 'vectors') throw new Error(`the inference worker answered a batch with ${reply.type}`);
