@@ -2,7 +2,7 @@
 // (the slice between start and end tokenises to exactly the chunk's tokens) on Unicode-heavy legal
 // text and on a 50,000-character document; chunks keep to the size, overlap and preferred breaks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chunkText, tokenOffsets, wordTokenCounter } from '../../src/embedder/chunk.ts';
+import { chunkText, wordTokenCounter } from '../../src/embedder/chunk.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../../src/node/runtime/load-model.ts';
 import type { Embedder, EmbeddingBackend } from '../../src/embedder/types.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
