@@ -1,6 +1,8 @@
 // `lexembed embed`: embeds a corpus file into JSONL ({id, embedding}) with the bundled model or a
 // remote server, with a progress bar; restartable: rows already in the output are skipped and a
-// torn last line (from an interruption) is cut off, so nothing is lost or duplicated.
+// torn last line (from an interruption) is cut off, so nothing is lost or duplicated. With
+// --chunk-tokens, long documents are cut into token windows and each chunk is a row
+// ({id, chunk, start, end, embedding}); a resumed run goes on from the last chunk written.
 import { closeSync, existsSync, fsyncSync, openSync, readSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { Lexembed } from '../client/index.ts';
@@ -10,6 +12,7 @@ import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions, UsageError } from './options.ts';
 import { createProgress } from './progress.ts';
+import type { TextChunk } from '../embedder/chunk.ts';
 
 export const EMBED_OPTIONS = {
   output: { help: 'JSONL file to write (appended to, and resumed, if it exists)' },
@@ -19,6 +22,8 @@ export const EMBED_OPTIONS = {
   task: { default: '', help: 'retrieval/query or retrieval/document (default: none)' },
   dimensions: { default: '', help: "embedding dimensions (default: the model's default)" },
   'batch-size': { default: '64', help: 'texts per model call or request (at most 128 remotely)' },
+  'chunk-tokens': { default: '', help: "cut each text into chunks of at most N tokens, one output row per chunk with its character offsets (local model only; at most what the model reads of a document)" },
+  'overlap-tokens': { default: '0', help: 'with --chunk-tokens: tokens each chunk repeats from the end of the one before (whole words)' },
   model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
   ...DEVICE_OPTIONS,
   remote: { env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
@@ -35,6 +40,8 @@ const EmbedConfigSchema = DeviceConfigSchema.extend({
   task: z.union([z.literal(''), z.enum(TASKS)], { error: `must be ${TASKS.join(' or ')}` }),
   dimensions: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer' }),
   'batch-size': z.coerce.number({ error: 'must be an integer from 1 to 1024' }).int().min(1).max(1024, { error: 'must be an integer from 1 to 1024' }),
+  'chunk-tokens': z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer (tokens)' }),
+  'overlap-tokens': z.coerce.number({ error: 'must be a non-negative integer (tokens)' }).int({ error: 'must be a non-negative integer (tokens)' }).min(0, { error: 'must be a non-negative integer (tokens)' }),
   model: z.string().min(1),
   remote: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }),
   'model-name': z.string().min(1),
@@ -47,6 +54,11 @@ export const EMBED_USAGE = `Usage: lexembed embed <input> --output <out.jsonl> [
 Embeds every row of <input> (JSONL with id and text fields, CSV with a header row, or plain
 text with one text per line, its line number as id) and appends {"id", "embedding"} lines to
 the output. Run it again after an interruption: rows already written are skipped.
+
+With --chunk-tokens N, each text is cut into chunks of at most N tokens (between words,
+preferring line and sentence ends) and each chunk is a line {"id", "chunk", "start", "end",
+"embedding"}: chunk is its number within the text (from 0), start and end its character offsets
+(text.slice(start, end) is what was embedded). A resumed run goes on after the last chunk written.
 
 Options:
 ${describeOptions(EMBED_OPTIONS)}
@@ -63,28 +75,39 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   const format: CorpusFormat = config.format === 'auto' ? detectFormat(input) : config.format;
   const corpus = { format, idField: config['id-field'], textField: config['text-field'] };
   if (config.remote && config['batch-size'] > 128) throw new UsageError('lexembed embed: --batch-size must be at most 128 with --remote (the API limit)');
+  const chunking = config['chunk-tokens'] === '' ? null : { size: config['chunk-tokens'], overlap: config['overlap-tokens'] };
+  if (chunking && config.remote) {
+    throw new UsageError('lexembed embed: --chunk-tokens cuts texts with the local model\'s tokenizer and embeds them locally; leave out --remote (or chunk the texts first, e.g. with the tokenize endpoint)');
+  }
+  if (!chunking && config['overlap-tokens'] > 0) throw new UsageError('lexembed embed: --overlap-tokens needs --chunk-tokens');
 
   // Rows are written in input order, so the output's last row says how far an earlier run got.
-  const lastId = resumePoint(config.output, err);
+  const last = resumePoint(config.output, err, chunking !== null);
+  const lastId = last?.id ?? null;
   let total = 0;
   let already = 0;
   let found = lastId === null;
+  let lastText = '';
   const counted = new Set<string>();
   for await (const row of readCorpus(input, corpus)) {
     if (!('id' in row)) continue;
     total++;
     if (!found && !counted.has(row.id)) (counted.add(row.id), already++);
-    if (row.id === lastId) found = true;
+    if (row.id === lastId) (found = true), (lastText = row.text);
   }
   counted.clear();
   if (!found) {
     throw new UsageError(`lexembed embed: ${config.output} ends with id "${lastId}", which ${input} does not hold: it was written from another input; choose another --output`);
   }
-  if (already) err(`lexembed embed: resuming after id "${lastId}": ${already} rows already in ${config.output}`);
+  if (already) {
+    const where = last?.chunk !== undefined ? `chunk ${last.chunk} of id "${lastId}"` : `id "${lastId}"`;
+    err(`lexembed embed: resuming after ${where}: ${already} ${chunking ? "documents" : "rows"} already in ${config.output}`);
+  }
 
   const task = config.task || null;
   const dimensions = config.dimensions === '' ? null : config.dimensions;
   let embedBatch: EmbedBatch;
+  let chunkText: ((text: string) => TextChunk[]) | null = null;
   let dispose = async () => {};
   if (config.remote) {
     // The key comes from LEXEMBED_API_KEY; without one, calls go unauthenticated (a --no-auth server).
@@ -94,6 +117,15 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     const embedder = await loadModelFolder(config.model, deviceOptions(config));
     if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
     dispose = () => embedder.dispose();
+    if (chunking) {
+      const check = embedder.chunkText('', chunking);
+      if (!check.ok) throw new UsageError(`lexembed embed: --chunk-tokens/--overlap-tokens: ${check.problem.detail}`);
+      chunkText = (text) => {
+        const chunks = embedder.chunkText(text, chunking);
+        if (!chunks.ok) throw new Error(chunks.problem.detail ?? 'chunking failed');
+        return chunks.value;
+      };
+    }
     embedBatch = async (texts) => {
       const r = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions });
       if (!r.ok) throw new Error(r.problem.detail ?? r.problem.code);
@@ -101,27 +133,61 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     };
   }
 
-  const progress = createProgress(total, already, config.progress, err);
+  // A document cut off mid-way is counted as done by the pass above; it is finished in this run.
+  if (chunkText && last?.chunk !== undefined && chunkText(lastText).length - 1 > last.chunk) already--;
+  let chunksWritten = 0;
+  const progress = chunking
+    ? createProgress(total, already, config.progress, err, 'documents', () => ` · ${chunksWritten} chunks`)
+    : createProgress(total, already, config.progress, err);
   const fd = openSync(config.output, 'a');
   const seen = new Set<string>();
   let resuming = lastId !== null;
   const bad: string[] = [];
-  let batch: { id: string; text: string }[] = [];
+  /** A text to embed: a row, or one chunk of a row (with `lastOfRow` on its final chunk). */
+  type Item = { id: string; text: string; chunk?: TextChunk & { index: number; lastOfRow: boolean } };
+  let batch: Item[] = [];
   let written = 0;
   const flush = async () => {
     if (!batch.length) return;
     const vectors = await embedBatch(batch.map((r) => r.text));
-    writeSync(fd, batch.map((r, i) => JSON.stringify({ id: r.id, embedding: vectors[i] })).join('\n') + '\n');
+    const lines = batch.map((r, i) =>
+      JSON.stringify(r.chunk ? { id: r.id, chunk: r.chunk.index, start: r.chunk.start, end: r.chunk.end, embedding: vectors[i] } : { id: r.id, embedding: vectors[i] }),
+    );
+    writeSync(fd, lines.join('\n') + '\n');
     fsyncSync(fd); // a batch is either fully on disk or cut off at the torn line on resume
-    written += batch.length;
-    progress.advance(batch.length);
+    const rowsDone = batch.filter((r) => !r.chunk || r.chunk.lastOfRow).length;
+    written += rowsDone;
+    chunksWritten += batch.length;
+    progress.advance(rowsDone);
     batch = [];
+  };
+  /** The items of a row: itself, or its chunks (after `after` when the row was cut off mid-way). */
+  const itemsOf = (row: { id: string; text: string }, after: number): Item[] => {
+    if (!chunkText) return [row];
+    const chunks = chunkText(row.text);
+    if (after >= 0 && last?.end !== undefined && chunks[after]?.end !== last.end) {
+      throw new UsageError(
+        `lexembed embed: ${config.output} ends with chunk ${after} of id "${row.id}" ending at ${last.end}, but these options cut that chunk ${chunks[after] ? `to end at ${chunks[after]!.end}` : 'nowhere'}: it was written with other --chunk-tokens/--overlap-tokens; use those, or choose another --output`,
+      );
+    }
+    return chunks
+      .map((c, index) => ({ id: row.id, text: c.text, chunk: { ...c, index, lastOfRow: index === chunks.length - 1 } }))
+      .filter((item) => item.chunk.index > after);
   };
   try {
     for await (const row of readCorpus(input, corpus)) {
       if (resuming) {
-        // Up to and including the output's last row: handled by the earlier run.
-        if ('id' in row) (seen.add(row.id), (resuming = row.id !== lastId));
+        // Up to and including the output's last row: handled by the earlier run (its last row's
+        // later chunks, if it was cut off mid-way, are still to do).
+        if ('id' in row) {
+          seen.add(row.id);
+          if (row.id === lastId) {
+            resuming = false;
+            if (last?.chunk !== undefined) {
+              batch.push(...itemsOf(row, last.chunk));
+            }
+          }
+        }
         continue;
       }
       if ('error' in row || seen.has(row.id)) {
@@ -136,8 +202,12 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
         continue;
       }
       seen.add(row.id);
-      batch.push(row);
-      if (batch.length >= config['batch-size']) await flush();
+      batch.push(...itemsOf(row, -1));
+      while (batch.length >= config['batch-size']) {
+        const rest = batch.splice(config['batch-size']);
+        await flush();
+        batch = rest;
+      }
     }
     await flush();
   } finally {
@@ -147,7 +217,8 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   progress.end();
   for (const line of bad.slice(0, 20)) err(`skipped ${line}`);
   if (bad.length > 20) err(`skipped ${bad.length - 20} more bad rows`);
-  out(`embedded ${written} rows into ${config.output} (${already} already there, ${bad.length} skipped)`);
+  const chunks = chunking ? ` as ${chunksWritten} chunks` : '';
+  out(`embedded ${written} ${chunking ? 'documents' : 'rows'}${chunks} into ${config.output} (${already} already there, ${bad.length} skipped)`);
   return 0;
 }
 
@@ -155,7 +226,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
  * The id of the output's last complete row, reading only the file's tail; cuts a torn last line
  * left by an interrupted run. null for a missing or empty output.
  */
-function resumePoint(path: string, err: (s: string) => void): string | null {
+function resumePoint(path: string, err: (s: string) => void, chunked: boolean): { id: string; chunk?: number; end?: number } | null {
   if (!existsSync(path)) return null;
   const size = statSync(path).size;
   if (size === 0) return null;
@@ -188,7 +259,7 @@ function resumePoint(path: string, err: (s: string) => void): string | null {
     truncateSync(path, keep);
   }
   if (line === null) return null;
-  let row: { id?: unknown; embedding?: unknown };
+  let row: { id?: unknown; embedding?: unknown; chunk?: unknown; end?: unknown };
   try {
     row = JSON.parse(line);
   } catch {
@@ -197,5 +268,11 @@ function resumePoint(path: string, err: (s: string) => void): string | null {
   if (typeof row.id !== 'string' || !Array.isArray(row.embedding)) {
     throw new UsageError(`lexembed embed: ${path} does not end with an {id, embedding} row, so it is not an earlier run's output; choose another --output`);
   }
-  return row.id;
+  const isChunk = typeof row.chunk === 'number' && typeof row.end === 'number';
+  if (isChunk !== chunked) {
+    throw new UsageError(
+      `lexembed embed: ${path} was written ${isChunk ? 'with' : 'without'} --chunk-tokens (its rows ${isChunk ? 'are' : 'are not'} chunks); run with the same options, or choose another --output`,
+    );
+  }
+  return isChunk ? { id: row.id, chunk: row.chunk as number, end: row.end as number } : { id: row.id };
 }

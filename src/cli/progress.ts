@@ -5,7 +5,11 @@ export interface Progress {
   end(): void;
 }
 
-export function createProgress(total: number, already: number, mode: 'auto' | 'always' | 'never', write: (s: string) => void): Progress {
+/**
+ * @param unit what is counted ("texts", "documents")
+ * @param extra appended to each line, e.g. the chunks written so far
+ */
+export function createProgress(total: number, already: number, mode: 'auto' | 'always' | 'never', write: (s: string) => void, unit = 'texts', extra: () => string = () => ''): Progress {
   const tty = Boolean(process.stderr.isTTY);
   const enabled = mode !== 'never';
   const started = performance.now();
@@ -19,7 +23,7 @@ export function createProgress(total: number, already: number, mode: 'auto' | 'a
     const eta = rate > 0 ? `${formatSeconds(left / rate)}` : '?';
     const width = 30;
     const filled = total ? Math.round((done / total) * width) : width;
-    return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} ${total ? ((done / total) * 100).toFixed(1) : '100.0'}% ${rate.toFixed(0)} texts/s ETA ${eta}`;
+    return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} ${total ? ((done / total) * 100).toFixed(1) : '100.0'}% ${rate.toFixed(0)} ${unit}/s ETA ${eta}${extra()}`;
   };
   return {
     advance(n: number) {

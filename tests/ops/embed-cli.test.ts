@@ -93,6 +93,57 @@ describe('lexembed embed', () => {
     for (const r of rows) expect(r.embedding).toEqual(byId.get(r.id));
   });
 
+  it('--chunk-tokens: 1,000 long documents as chunk rows with offsets, killed twice and resumed with nothing lost or repeated', async () => {
+    const input = join(dir, 'long.jsonl');
+    const docs = Array.from({ length: 1000 }, (_, i) => ({
+      id: `d${i}`,
+      text: Array.from({ length: 6 + (i % 5) }, (_, k) => `${k + 1}. Clause ${i}.${k}: the Lessee shall indemnify the Lessor against “all losses” under § ${k}; naïve café terms.`).join('\n').repeat(3),
+    }));
+    writeFileSync(input, docs.map((d) => JSON.stringify(d)).join('\n') + '\n');
+    const args = ['--chunk-tokens', '120', '--overlap-tokens', '16', '--batch-size', '64', '--progress', 'always'];
+    const reference = join(dir, 'long.reference.jsonl');
+    const full = await embedStatic(input, reference, ...args);
+    expect(full.code, full.stderr).toBe(0);
+    expect(full.stderr).toMatch(/\] 1000\/1000 100\.0% \d+ documents\/s ETA \S+ · \d+ chunks/);
+    type ChunkRow = { id: string; chunk: number; start: number; end: number; embedding: number[] };
+    const ref = readOut(reference) as unknown as ChunkRow[];
+    expect(full.stdout).toContain(`embedded 1000 documents as ${ref.length} chunks`);
+    expect(ref.length).toBeGreaterThan(3000);
+    // Offsets: each chunk is its document's slice, chunks numbered from 0 in order.
+    const textOf = new Map(docs.map((d) => [d.id, d.text]));
+    for (const r of ref.slice(0, 200)) expect(textOf.get(r.id)!.slice(r.start, r.end).length).toBe(r.end - r.start);
+    expect(ref.filter((r) => r.id === 'd0').map((r) => r.chunk)).toEqual([...Array(ref.filter((r) => r.id === 'd0').length).keys()]);
+
+    const output = join(dir, 'long.out.jsonl');
+    for (const atLeast of [600, 1800]) {
+      const child = spawn(process.execPath, [CLI, 'embed', input, '--output', output, '--model', STATIC_MODEL_DIR, ...args], { stdio: 'ignore' });
+      await new Promise<void>((resolve) => {
+        const poll = setInterval(() => {
+          if (existsSync(output) && readFileSync(output, 'utf8').split('\n').length > atLeast) (clearInterval(poll), resolve());
+        }, 5);
+      });
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    }
+    const partial = readOut(output) as unknown as ChunkRow[];
+    expect(partial.length).toBeLessThan(ref.length);
+    const last = partial.at(-1)!;
+    const resumed = await embedStatic(input, output, ...args);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(`resuming after chunk ${last.chunk} of id "${last.id}"`);
+    const rows = readOut(output) as unknown as ChunkRow[];
+    expect(rows.map((r) => `${r.id}#${r.chunk}:${r.start}-${r.end}`)).toEqual(ref.map((r) => `${r.id}#${r.chunk}:${r.start}-${r.end}`));
+    rows.forEach((r, i) => expect(r.embedding).toEqual(ref[i]!.embedding));
+    // Other chunk options cannot resume into it, and a row output is not a chunk output.
+    const other = await embedStatic(input, output, '--chunk-tokens', '60');
+    expect(other.code).not.toBe(0);
+    expect(other.stderr).toMatch(/it was written with other --chunk-tokens\/--overlap-tokens; use those, or choose another --output/);
+    const rowsInto = await embedStatic(input, output);
+    expect(rowsInto.stderr).toMatch(/was written with --chunk-tokens \(its rows are chunks\); run with the same options, or choose another --output/);
+    expect((await embedStatic(input, join(dir, 'x.jsonl'), '--chunk-tokens', '9999')).stderr).toMatch(/--chunk-tokens\/--overlap-tokens: the chunk size must be an integer from 1 to \d+ tokens/);
+    expect((await embedStatic(input, join(dir, 'y.jsonl'), '--overlap-tokens', '5')).stderr).toContain('--overlap-tokens needs --chunk-tokens');
+  }, 300_000);
+
   it('refuses to resume into an output written from another input, saying so', async () => {
     const input = join(dir, 'other.jsonl');
     writeFileSync(input, JSON.stringify({ id: 'a', text: 'Lease' }) + '\n');
