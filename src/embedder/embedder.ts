@@ -2,7 +2,7 @@
 // overflow handling, cross-request batching (BatchScheduler), dimensions and normalisation.
 import { MAX_RERANK_CHUNKS, problem, queryTooLong, tooManyChunks, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
 import { chunkText, tokenOffsets, wordTokenCounter } from './chunk.ts';
-import { chunkCount, chunkTexts, dot, scoreTexts } from './rerank.ts';
+import { chunkOneText, dot, scoreTexts } from './rerank.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
 import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, RerankInput, RerankOutput } from './types.ts';
@@ -183,21 +183,19 @@ export function createEmbedder(
     const promptTokens = tokensOfPrompt(queryPrompt);
     if (query.length <= promptTokens) return { ok: false, problem: unreadable('query') };
     if (query.length > maxTokens) return { ok: false, problem: queryTooLong(query.length, reranker!) };
-    // Tokenise text by text, yielding to the event loop, and stop as soon as the chunks pass the cap.
-    const encoded = new Map<string, number[]>();
+    // Chunk text by text, yielding to the event loop, and stop as soon as the chunks pass the cap.
     const pause = pauser();
-    let chunks = 0;
+    const count = wordTokenCounter((t) => backend.encode(t));
+    const chunked = { sequences: [] as number[][], chunkTexts: [] as string[][] };
     for (const [index, text] of input.texts.entries()) {
       await pause();
       if (options.signal?.aborted) throw options.signal.reason;
-      const ids = encoded.get(text) ?? backend.encode(text);
-      encoded.set(text, ids);
-      chunks += chunkCount(Math.max(ids.length - 2, 1), input.chunking);
-      if (chunks > MAX_RERANK_CHUNKS) return { ok: false, problem: tooManyChunks(index + 1, chunks, input.chunking, reranker!) };
+      const one = chunkOneText(backend, text, input.chunking, documentPrompt, count);
+      if (one.sequences.length === 0) return { ok: false, problem: unreadable(`texts[${index}]`) };
+      chunked.sequences.push(...one.sequences);
+      chunked.chunkTexts.push(one.texts);
+      if (chunked.sequences.length > MAX_RERANK_CHUNKS) return { ok: false, problem: tooManyChunks(index + 1, chunked.sequences.length, input.chunking, reranker!) };
     }
-    const tokenizer = { encode: (text: string) => encoded.get(text) ?? backend.encode(text), decode: backend.decode?.bind(backend) };
-    const chunked = chunkTexts(tokenizer, input.texts, input.chunking, documentPrompt);
-    if ('unreadable' in chunked) return { ok: false, problem: unreadable(`texts[${chunked.unreadable}]`) };
     const sequences = [query, ...chunked.sequences];
     const pooled = await submit(sequences, options.signal, reservation);
     if (!pooled.ok) return pooled;

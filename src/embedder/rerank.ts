@@ -3,6 +3,7 @@
 // embedder (embedder.ts) tokenises and embeds; the benchmark (bench/rerank.ts) runs these same
 // functions over cached vectors to fit and evaluate the weights.
 import type { Chunking, ScoringMethod } from '../contract/rerank.ts';
+import { chunkText, wordTokenCounter } from './chunk.ts';
 import type { EmbeddingBackend } from './types.ts';
 
 /**
@@ -19,55 +20,51 @@ export interface RerankWeights {
 export const BM25_K1 = 0.9;
 export const BM25_B = 0.4;
 
-/**
- * Windows of `size` tokens, each starting `size - overlap` after the last; the last window ends
- * at the text's end. A text of at most `size` tokens is one chunk.
- * @example chunkTokens([1,2,3,4,5], { size: 3, overlap: 1 }) // [[1,2,3],[3,4,5]]
- */
-export function chunkTokens<T>(tokens: readonly T[], chunking: Chunking): T[][] {
-  const { size, overlap } = chunking;
-  if (tokens.length <= size) return [tokens.slice()];
-  const step = size - overlap;
-  const chunks: T[][] = [];
-  for (let start = 0; ; start += step) {
-    if (start + size >= tokens.length) {
-      chunks.push(tokens.slice(Math.max(0, tokens.length - size)));
-      return chunks;
-    }
-    chunks.push(tokens.slice(start, start + size));
-  }
-}
-
-/** How many chunks chunkTokens makes of `length` tokens, without making them. */
-export function chunkCount(length: number, chunking: Chunking): number {
-  const { size, overlap } = chunking;
-  return length <= size ? 1 : Math.ceil((length - size) / (size - overlap)) + 1;
-}
-
 export interface ChunkedTexts {
-  /** Token sequences for the model: the document prompt's head, a chunk, the closing token. */
+  /** Token sequences for the model: each chunk read as a document is ([CLS], prompt, chunk, [SEP]). */
   readonly sequences: number[][];
-  /** Per text, its chunks as text (what BM25 reads). */
+  /** Per text, its chunks as text (what BM25 reads: the tokenizer's normalised reading of the chunk). */
   readonly chunkTexts: string[][];
 }
 
 /**
- * Splits each text's content tokens (special tokens removed) into chunks and frames each chunk as
- * the model reads a document. Returns the index of the first text with no readable token instead.
+ * One text's chunks (chunk.ts: whole words within `chunking.size` tokens, `chunking.overlap`
+ * repeated, line and sentence ends preferred), each framed as the model reads a document, and its
+ * text for BM25. Empty when the text has no token the model reads. `count` is a per-request
+ * wordTokenCounter, so words repeated across texts are counted once.
+ */
+export function chunkOneText(
+  tokenizer: Pick<EmbeddingBackend, 'encode' | 'decode'>,
+  text: string,
+  chunking: Chunking,
+  documentPrompt: string,
+  count: (word: string) => number,
+): { sequences: number[][]; texts: string[] } {
+  const head = tokenizer.encode(documentPrompt).length - 1; // [CLS] and the prompt's pieces
+  const decode = tokenizer.decode ?? ((ids: readonly number[]) => ids.join(' '));
+  const sequences: number[][] = [];
+  const texts: string[] = [];
+  for (const chunk of chunkText(text, chunking, count)) {
+    const ids = tokenizer.encode(documentPrompt + chunk.text);
+    sequences.push(ids);
+    texts.push(decode(ids.slice(head, -1)));
+  }
+  return { sequences, texts };
+}
+
+/**
+ * Splits each text into chunks (chunkOneText) and frames each chunk as the model reads a document.
+ * Returns the index of the first text with no readable token instead.
  */
 export function chunkTexts(tokenizer: Pick<EmbeddingBackend, 'encode' | 'decode'>, texts: readonly string[], chunking: Chunking, documentPrompt: string): ChunkedTexts | { readonly unreadable: number } {
-  const framing = tokenizer.encode(documentPrompt);
-  const head = framing.slice(0, -1);
-  const tail = framing.slice(-1);
-  const decode = tokenizer.decode ?? ((ids: readonly number[]) => ids.join(' '));
+  const count = wordTokenCounter((t) => tokenizer.encode(t));
   const sequences: number[][] = [];
   const chunked: string[][] = [];
   for (const [index, text] of texts.entries()) {
-    const content = tokenizer.encode(text).slice(1, -1);
-    if (content.length === 0) return { unreadable: index };
-    const chunks = chunkTokens(content, chunking);
-    chunked.push(chunks.map((c) => decode(c)));
-    for (const c of chunks) sequences.push([...head, ...c, ...tail]);
+    const one = chunkOneText(tokenizer, text, chunking, documentPrompt, count);
+    if (one.sequences.length === 0) return { unreadable: index };
+    sequences.push(...one.sequences);
+    chunked.push(one.texts);
   }
   return { sequences, chunkTexts: chunked };
 }

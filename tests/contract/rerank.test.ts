@@ -2,7 +2,7 @@
 // functions, on hand-checkable examples.
 import { describe, expect, it } from 'vitest';
 import { MAX_RERANK_TEXTS, rankResults, validateRerankRequest, type RerankCapabilities } from '../../src/contract/index.ts';
-import { bm25Normalized, chunkScore, chunkTexts, chunkTokens, combineChunkScores, scoreTexts, terms } from '../../src/embedder/rerank.ts';
+import { bm25Normalized, chunkScore, chunkTexts, combineChunkScores, scoreTexts, terms } from '../../src/embedder/rerank.ts';
 
 const caps: RerankCapabilities = { rerankModelName: 'legal-2-reranker', maxChunkTokens: 510, maxQueryTokens: 512 };
 const base = { model: 'legal-2-reranker', query: 'Notice to quit', texts: ['The landlord shall give notice.', 'Severability'] };
@@ -64,18 +64,11 @@ describe('rankResults', () => {
 });
 
 describe('scoring', () => {
-  it('chunks with overlap; the last chunk ends at the text end; a short text is one chunk', () => {
-    expect(chunkTokens([1, 2, 3, 4, 5], { size: 3, overlap: 1 })).toEqual([[1, 2, 3], [3, 4, 5]]);
-    expect(chunkTokens([1, 2, 3, 4, 5, 6], { size: 2, overlap: 0 })).toEqual([[1, 2], [3, 4], [5, 6]]);
-    expect(chunkTokens([1, 2, 3, 4, 5, 6, 7], { size: 3, overlap: 1 })).toEqual([[1, 2, 3], [3, 4, 5], [5, 6, 7]]);
-    expect(chunkTokens([1, 2], { size: 3, overlap: 1 })).toEqual([[1, 2]]);
-  });
-
-  it('frames chunks as the model reads a document, and names a text with nothing readable', () => {
-    // A toy tokenizer: [CLS]=101, one id per word, [SEP]=102.
+  it('chunks whole words with overlap (chunk.ts, as lexembed embed --chunk-tokens), frames them as the model reads a document, and names a text with nothing readable', () => {
+    // A toy tokenizer: [CLS]=101, one id per word (its length), [SEP]=102.
     const tokenizer = { encode: (t: string) => [101, ...t.split(/\s+/).filter(Boolean).map((w) => w.length), 102], decode: (ids: readonly number[]) => ids.join(' ') };
     const chunked = chunkTexts(tokenizer, ['a bb ccc dddd', 'ee'], { size: 3, overlap: 1 }, '');
-    expect(chunked).toEqual({ sequences: [[101, 1, 2, 3, 102], [101, 2, 3, 4, 102], [101, 2, 102]], chunkTexts: [['1 2 3', '2 3 4'], ['2']] });
+    expect(chunked).toEqual({ sequences: [[101, 1, 2, 3, 102], [101, 3, 4, 102], [101, 2, 102]], chunkTexts: [['1 2 3', '3 4'], ['2']] });
     expect(chunkTexts(tokenizer, ['fine', '   '], { size: 3, overlap: 0 }, '')).toEqual({ unreadable: 1 });
   });
 

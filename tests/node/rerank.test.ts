@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { BadRequestError, Lexembed, NotFoundError } from '../../src/client/index.ts';
 import { createApp } from '../../src/http/app.ts';
+import { chunkText, wordTokenCounter } from '../../src/embedder/chunk.ts';
 import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { startServe, type ServerProcess } from '../support/cli.ts';
@@ -76,12 +77,13 @@ describe('POST /v1/rerankings on lexembed serve', () => {
     expect(max.usage).toBe(tokens('tenant security deposit') + 4 * (size + 2));
   });
 
-  it('a long text is split into overlapping chunks within the model window, and usage counts every chunk', async () => {
+  it('a long text is split into overlapping chunks of whole words within the window (the chunker of lexembed embed --chunk-tokens), and usage counts every chunk', async () => {
     const long = Array.from({ length: 300 }, (_, i) => `clause ${i} of the lease about rent`).join('. ');
-    const content = tokens(long) - 2;
     const body = (await (await post({ model: MODEL, query: 'rent', texts: [long], chunking_options: { size: 200, overlap_tokens: 50 } })).json()) as { usage: { input_tokens: number } };
-    const chunks = 1 + Math.ceil((content - 200) / 150);
-    expect(body.usage.input_tokens).toBe(tokens('rent') + chunks * 202);
+    const chunks = chunkText(long, { size: 200, overlap: 50 }, wordTokenCounter((t) => tokenizer.encode(t)));
+    expect(chunks.length).toBeGreaterThan(1 + Math.floor((tokens(long) - 2 - 200) / 150)); // at least as many as fixed windows: whole words, sentence ends
+    for (const c of chunks) expect(c.tokens).toBeLessThanOrEqual(200);
+    expect(body.usage.input_tokens).toBe(tokens('rent') + chunks.reduce((n, c) => n + c.tokens + 2, 0));
   });
 
   it('bad input gets a 400 problem naming the field; an over-long query names the limit', async () => {
