@@ -3,6 +3,7 @@
 import { expect, test } from '@playwright/test';
 import { create, offline, rerank, searchAndCheck } from './helpers.ts';
 import { cosine, nodeRerank, nodeVectors, PARITY_TEXTS } from './parity.ts';
+import { SAMPLE_DOCUMENTS } from '../../web-demo/src/samples.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +22,37 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
   expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model.onnx'))).toBe(true);
   expect(requested.some((p) => /ort-wasm-simd-threaded\.asyncify-.*\.wasm$/.test(p))).toBe(true);
   expect(external).toEqual([]);
+});
+
+test('a long document: chunked with exact offsets, searched by example queries, the best passage highlighted in place', async ({ page }) => {
+  await offline(page);
+  await page.goto('/?device=wasm');
+  const body = page.locator('body');
+  await expect(body).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  // The heat map of the passages is there before any search.
+  await expect(page.locator('[data-testid=heatmap] td')).toHaveCount(10 * 10);
+  await page.click('#load-sample');
+  const text = await page.inputValue('#document');
+  expect(text.length).toBeGreaterThan(7000);
+  await page.click('#index-document');
+  await expect(body).toHaveAttribute('data-doc-ready', 'true', { timeout: 120_000 });
+  expect(Number(await body.getAttribute('data-chunks'))).toBeGreaterThan(10);
+  await expect(page.locator('#document-status')).toContainText(/characters → \d+ chunks of at most 128 tokens/);
+  const chips = page.locator('#document-examples button');
+  const examples = SAMPLE_DOCUMENTS[0]!.queries;
+  await expect(chips).toHaveCount(examples.length);
+  for (const [i, example] of examples.entries()) {
+    await chips.nth(i).click();
+    await expect(body).toHaveAttribute('data-doc-searched', String(i + 1));
+    const best = page.locator('[data-testid=document-result]').first();
+    const [start, end] = [Number(await best.getAttribute('data-start')), Number(await best.getAttribute('data-end'))];
+    // The result's offsets are the document's own: its slice holds the clause the query is about…
+    expect(text.slice(start, end), example.text).toContain(example.expect);
+    await expect(best).toContainText(/chunk \d+ of \d+ · lines? \d+/);
+    // …and that slice is what is highlighted in place.
+    await expect(page.locator('#document-view mark.best')).toHaveText(text.slice(start, end));
+  }
+  await page.screenshot({ path: 'test-results/screenshots/document-search.png', fullPage: true });
 });
 
 test('auto picks WASM when no WebGPU adapter is available, and says why', async ({ page }) => {

@@ -1,7 +1,9 @@
 // The demo page: loads the model in a Web Worker, embeds the sample passages once, and ranks
-// them for each query with scores, timings and a similarity heat map.
-import { PASSAGES } from './passages.ts';
-import type { FromWorker, Mode, ToWorker } from './protocol.ts';
+// them for each query with scores, timings and a similarity heat map; and searches a long
+// document, cut into token chunks with offsets, highlighting the best passages in place.
+import { PASSAGES, SAMPLE_QUERY } from './passages.ts';
+import type { Chunk, FromWorker, Mode, ToWorker } from './protocol.ts';
+import { SAMPLE_DOCUMENTS } from './samples.ts';
 import { messageOf } from '../../src/util/message-of.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -14,22 +16,28 @@ function start(mode: Mode) {
   worker?.terminate();
   worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' });
   $('search-button').setAttribute('disabled', '');
-  ($('load-progress') as HTMLProgressElement).value = 0;
+  showLoadProgress(0);
+  $('index-document').setAttribute('disabled', '');
+  $('document-search').setAttribute('disabled', '');
+  documentChunks = [];
   setStatus(mode.kind === 'local' ? 'Loading the model…' : 'Connecting to the server…');
   document.body.dataset.ready = 'false';
   delete document.body.dataset.backend;
   worker.onmessage = async (event: MessageEvent<FromWorker>) => {
     const m = event.data;
-    if (m.type === 'progress') ($('load-progress') as HTMLProgressElement).value = m.fraction;
+    if (m.type === 'progress') showLoadProgress(m.fraction);
     else if (m.type === 'ready') {
-      ($('load-progress') as HTMLProgressElement).value = 1;
+      showLoadProgress(1);
       document.body.dataset.backend = m.backend;
       setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms. Embedding ${PASSAGES.length} passages…`);
       const t = await embed(PASSAGES.map((p) => p.text), 'retrieval/document');
       passageVectors = t.vectors;
       setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms; ${PASSAGES.length} passages embedded in ${t.ms.toFixed(0)} ms.`);
+      renderHeatmap(null);
       document.body.dataset.ready = 'true';
       $('search-button').removeAttribute('disabled');
+      $('index-document').toggleAttribute('disabled', m.backend === 'server');
+      if (m.backend === 'server') setDocumentStatus('Chunking uses the in-page model’s tokenizer: choose “In this page” to search a long document.');
     } else if (m.type === 'failed') {
       setStatus(`Could not load: ${m.message}`);
       document.body.dataset.ready = 'failed';
@@ -71,8 +79,8 @@ async function search(query: string) {
   document.body.dataset.searched = String(Number(document.body.dataset.searched ?? 0) + 1);
 }
 
-function renderHeatmap(q: number[]) {
-  const rows = [{ label: 'query', v: q }, ...PASSAGES.map((p, i) => ({ label: p.source, v: passageVectors[i]! }))];
+function renderHeatmap(q: number[] | null) {
+  const rows = [...(q ? [{ label: 'query', v: q }] : []), ...PASSAGES.map((p, i) => ({ label: p.source, v: passageVectors[i]! }))];
   const color = (s: number) => `hsl(210, 80%, ${Math.round(97 - Math.max(0, s) * 55)}%)`;
   const head = `<tr><th></th>${PASSAGES.map((p) => `<th title="${p.source}">${p.id.split('-')[0]}</th>`).join('')}</tr>`;
   const body = rows
@@ -83,6 +91,165 @@ function renderHeatmap(q: number[]) {
 
 function setStatus(text: string) {
   $('status').textContent = text;
+}
+
+function showLoadProgress(fraction: number) {
+  ($('load-progress') as HTMLProgressElement).value = fraction;
+  $('load-percent').textContent = `${Math.round(fraction * 100)} %`;
+}
+
+// --- the long document ------------------------------------------------------------------------
+/** Chunk size and overlap of the document search, in tokens. */
+const CHUNK_TOKENS = 128;
+const OVERLAP_TOKENS = 16;
+let documentText = '';
+let documentChunks: Chunk[] = [];
+let chunkVectors: number[][] = [];
+
+function setDocumentStatus(text: string) {
+  $('document-status').textContent = text;
+}
+
+function chunk(text: string): Promise<Chunk[]> {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, (m) => (m.type === 'chunked' ? resolve(m.chunks) : reject(new Error(m.type === 'error' ? m.message : 'unexpected'))));
+    post({ type: 'chunk', id, text, size: CHUNK_TOKENS, overlap: OVERLAP_TOKENS });
+  });
+}
+
+/** Cuts the document into chunks and embeds them as documents, in batches, with progress. */
+async function indexDocument() {
+  const text = ($('document') as HTMLTextAreaElement).value;
+  if (!text.trim()) return setDocumentStatus('Paste, drop or load a document first.');
+  document.body.dataset.docReady = 'false';
+  $('document-search').setAttribute('disabled', '');
+  const progress = $('document-progress') as HTMLProgressElement;
+  progress.hidden = false;
+  progress.value = 0;
+  const started = performance.now();
+  const chunks = await chunk(text);
+  const vectors: number[][] = [];
+  for (let i = 0; i < chunks.length; i += 32) {
+    setDocumentStatus(`Embedding chunk ${i + 1} to ${Math.min(i + 32, chunks.length)} of ${chunks.length}…`);
+    vectors.push(...(await embed(chunks.slice(i, i + 32).map((c) => c.text), 'retrieval/document')).vectors);
+    progress.value = vectors.length / chunks.length;
+  }
+  documentText = text;
+  documentChunks = chunks;
+  chunkVectors = vectors;
+  const tokens = chunks.reduce((n, c) => n + c.tokens, 0);
+  setDocumentStatus(
+    `${text.length.toLocaleString('en')} characters → ${chunks.length} chunks of at most ${CHUNK_TOKENS} tokens (${OVERLAP_TOKENS} overlapping; ${tokens.toLocaleString('en')} tokens in all), embedded in ${((performance.now() - started) / 1000).toFixed(1)} s.`,
+  );
+  renderDocument([]);
+  $('document-results').innerHTML = '';
+  $('document-search').removeAttribute('disabled');
+  document.body.dataset.docReady = 'true';
+  document.body.dataset.chunks = String(chunks.length);
+}
+
+/** Line number (from 1) of a character offset. */
+const lineOf = (offset: number) => documentText.slice(0, offset).split('\n').length;
+
+async function searchDocument(query: string) {
+  const { vectors } = await embed([query], 'retrieval/query');
+  const ranked = documentChunks.map((c, i) => ({ c, i, score: dot(vectors[0]!, chunkVectors[i]!) })).sort((a, b) => b.score - a.score).slice(0, 5);
+  const list = $('document-results');
+  list.innerHTML = '';
+  for (const [rank, { c, i, score }] of ranked.entries()) {
+    const li = document.createElement('li');
+    li.dataset.testid = 'document-result';
+    li.dataset.start = String(c.start);
+    li.dataset.end = String(c.end);
+    const first = lineOf(c.start);
+    const last = lineOf(c.end);
+    li.innerHTML = `<span class="score">${score.toFixed(3)}</span><span class="where">chunk ${i + 1} of ${documentChunks.length} · ${first === last ? `line ${first}` : `lines ${first}–${last}`} · characters ${c.start.toLocaleString('en')}–${c.end.toLocaleString('en')}</span><br>`;
+    li.append(c.text.length > 240 ? `${c.text.slice(0, 240)}…` : c.text);
+    li.addEventListener('click', () => document.querySelector(`#document-view mark[data-rank="${rank}"]`)?.scrollIntoView({ block: 'center', behavior: 'smooth' }));
+    list.append(li);
+  }
+  renderDocument(ranked.slice(0, 3).map(({ c }, rank) => ({ start: c.start, end: c.end, rank })));
+  document.querySelector('#document-view mark[data-rank="0"]')?.scrollIntoView({ block: 'center' });
+  document.body.dataset.docSearched = String(Number(document.body.dataset.docSearched ?? 0) + 1);
+}
+
+/** The document as text, with the given ranges marked; where ranges overlap, the better-ranked one keeps the characters. */
+function renderDocument(marks: { start: number; end: number; rank: number }[]) {
+  const view = $('document-view');
+  view.textContent = '';
+  const claimed: { start: number; end: number; rank: number }[] = [];
+  for (const m of [...marks].sort((a, b) => a.rank - b.rank)) {
+    // The parts of m no better-ranked range holds.
+    let parts = [{ start: m.start, end: m.end }];
+    for (const c of claimed) parts = parts.flatMap((p) => [{ start: p.start, end: Math.min(p.end, c.start) }, { start: Math.max(p.start, c.end), end: p.end }]).filter((p) => p.end > p.start);
+    claimed.push(...parts.map((p) => ({ ...p, rank: m.rank })));
+  }
+  let at = 0;
+  for (const c of claimed.sort((a, b) => a.start - b.start)) {
+    view.append(documentText.slice(at, c.start));
+    const mark = document.createElement('mark');
+    mark.dataset.rank = String(c.rank);
+    if (c.rank === 0) mark.className = 'best';
+    mark.textContent = documentText.slice(c.start, c.end);
+    view.append(mark);
+    at = c.end;
+  }
+  view.append(documentText.slice(at));
+}
+
+function loadSample() {
+  const sample = SAMPLE_DOCUMENTS.find((d) => d.id === ($('sample') as HTMLSelectElement).value) ?? SAMPLE_DOCUMENTS[0]!;
+  ($('document') as HTMLTextAreaElement).value = sample.text;
+  const examples = $('document-examples');
+  examples.innerHTML = '';
+  for (const q of sample.queries) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = q.text;
+    b.addEventListener('click', () => {
+      ($('document-query') as HTMLInputElement).value = q.text;
+      if (documentChunks.length) void searchDocument(q.text).catch((error) => setDocumentStatus(`Search failed: ${messageOf(error)}`));
+    });
+    examples.append(b);
+  }
+  setDocumentStatus(`Loaded “${sample.title}” (${sample.text.length.toLocaleString('en')} characters); press “Chunk and embed”.`);
+}
+
+for (const d of SAMPLE_DOCUMENTS) $('sample').append(new Option(d.title, d.id));
+$('load-sample').addEventListener('click', loadSample);
+$('index-document').addEventListener('click', () => void indexDocument().catch((error) => setDocumentStatus(`Could not embed the document: ${messageOf(error)}`)));
+$('document-query-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const query = ($('document-query') as HTMLInputElement).value.trim();
+  if (query && documentChunks.length) void searchDocument(query).catch((error) => setDocumentStatus(`Search failed: ${messageOf(error)}`));
+});
+const readFile = async (file: File) => {
+  ($('document') as HTMLTextAreaElement).value = await file.text();
+  setDocumentStatus(`Loaded ${file.name} (${file.size.toLocaleString('en')} bytes); press “Chunk and embed”.`);
+};
+$('file').addEventListener('change', () => {
+  const file = ($('file') as HTMLInputElement).files?.[0];
+  if (file) void readFile(file);
+});
+$('document').addEventListener('dragover', (e) => e.preventDefault());
+$('document').addEventListener('drop', (e) => {
+  const file = (e as DragEvent).dataTransfer?.files[0];
+  if (!file) return;
+  e.preventDefault();
+  void readFile(file);
+});
+
+// Example statute queries.
+for (const q of [SAMPLE_QUERY.text, 'how long does copyright last', 'can a debt collector call me at night', 'notice before eviction']) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.textContent = q;
+  b.addEventListener('click', () => {
+    ($('query') as HTMLInputElement).value = q;
+    if (document.body.dataset.ready === 'true') void search(q).catch((error) => setStatus(`Search failed: ${messageOf(error)}`));
+  });
+  $('examples').append(b);
 }
 
 function currentMode(): Mode {

@@ -7,7 +7,17 @@ export type ToWorker =
   /** Any request, as an application would send it (used by the browser tests). */
   | { type: 'create'; id: number; params: unknown }
   /** A reranking request through the same client (used by the browser tests). */
-  | { type: 'rerank'; id: number; params: unknown };
+  | { type: 'rerank'; id: number; params: unknown }
+  /** Cut a long document into token windows with the in-page model's tokenizer. */
+  | { type: 'chunk'; id: number; text: string; size: number; overlap: number };
+
+/** A chunk of a document: its text is `document.slice(start, end)`. */
+export interface Chunk {
+  readonly text: string;
+  readonly start: number;
+  readonly end: number;
+  readonly tokens: number;
+}
 
 export type FromWorker =
   | { type: 'progress'; fraction: number; file: string }
@@ -15,4 +25,5 @@ export type FromWorker =
   | { type: 'failed'; message: string }
   | { type: 'embedded'; id: number; vectors: number[][]; ms: number; inputTokens: number }
   | { type: 'created'; id: number; response: unknown }
+  | { type: 'chunked'; id: number; chunks: Chunk[] }
   | { type: 'error'; id: number; message: string; name?: string; status?: number; title?: string; detail?: string | null; errorType?: string };

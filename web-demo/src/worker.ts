@@ -14,6 +14,8 @@ type Creator = {
   rerankings: { create(params: Parameters<Lexembed['rerankings']['create']>[0]): Promise<Awaited<ReturnType<Lexembed['rerankings']['create']>>> };
 };
 let client: Creator | undefined;
+/** The in-page client, which also chunks (a server is reached for embeddings only). */
+let local: ReturnType<typeof createLocalClient> | undefined;
 const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
 
 self.onmessage = async (event: MessageEvent<ToWorker>) => {
@@ -21,7 +23,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
   if (message.type === 'init') {
     try {
       if (message.mode.kind === 'local') {
-        const local = createLocalClient({
+        local = createLocalClient({
           model: new URL('models/legal-2-embedder/', self.location.origin + import.meta.env.BASE_URL).pathname,
           device: message.mode.device,
           wasmPaths: { mjs: new URL(ortMjsUrl, self.location.href).href, wasm: new URL(ortWasmUrl, self.location.href).href },
@@ -32,6 +34,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
         post({ type: 'ready', backend: ready.device, reason: ready.reason, loadMs: ready.loadMs });
       } else {
         const started = performance.now();
+        local = undefined;
         const remote = new Lexembed({ baseURL: message.mode.baseURL, apiKey: message.mode.apiKey || null, maxRetries: 1 });
         await remote.embeddings.create({ model: 'legal-2-embedder', texts: 'ping' });
         client = remote;
@@ -45,6 +48,11 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
   if (!client) return post({ type: 'error', id: message.id, message: 'the model is not loaded yet' });
   const started = performance.now();
   try {
+    if (message.type === 'chunk') {
+      if (!local) throw new Error('chunking uses the in-page model\'s tokenizer: choose "In this page" to search a long document');
+      const chunks = await local.chunkText(message.text, { size: message.size, overlap: message.overlap });
+      return post({ type: 'chunked', id: message.id, chunks });
+    }
     if (message.type === 'rerank') {
       const response = await client.rerankings.create(message.params as Parameters<Lexembed['rerankings']['create']>[0]);
       return post({ type: 'created', id: message.id, response });
@@ -57,6 +65,6 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
     post({ type: 'embedded', id: message.id, vectors: r.embeddings.map((e) => e.embedding), ms: performance.now() - started, inputTokens: r.usage.input_tokens });
   } catch (error) {
     const e = error as APIError;
-    post({ type: 'error', id: message.id, message: e.message, name: e.name, status: e.status, title: e.title, detail: e.detail, errorType: e.type });
+    post({ type: 'error', id: message.id, message: messageOf(e), name: e.name, status: e.status, title: e.title, detail: e.detail, errorType: e.type });
   }
 };
