@@ -1,6 +1,6 @@
 // Transport of the lexembed client: fetch with a timeout, retries with exponential backoff and
 // jitter, honouring retry-after-ms, retry-after and x-should-retry. Zero runtime dependencies.
-import { APIConnectionError, APIConnectionTimeoutError, type APIError, APIUserAbortError, LexembedError, makeAPIError } from './errors.ts';
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, LexembedError, makeAPIError } from './errors.ts';
 import { messageOf } from '../util/message-of.ts';
 
 export interface ClientOptions {
@@ -98,7 +98,7 @@ export class Transport {
         if (error instanceof APIConnectionTimeoutError) throw error;
         throw new APIConnectionError(`Connection error: ${messageOf(error)}`, { cause: error });
       }
-      if (response.ok) return { data: (await response.json()) as T, response };
+      if (response.ok) return { data: await parseSuccess<T>(response), response };
       if (retriesLeft > 0 && shouldRetry(response)) {
         await response.body?.cancel().catch(() => {});
         await sleep(retryDelay(response, attempt));
@@ -164,6 +164,26 @@ export function unwrapPlatformError(body: unknown): { status: number; problem: R
     if (typeof problem === 'object' && problem !== null && ('title' in problem || 'status' in problem || 'type' in problem)) return { status, problem };
   } catch {}
   return null;
+}
+
+/**
+ * A 2xx body as JSON; anything else (an HTML page from a proxy, a truncated body) is an APIError
+ * that says what came back, not a bare SyntaxError.
+ */
+async function parseSuccess<T>(response: Response): Promise<T> {
+  const text = await response.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch (error) {
+    const type = response.headers.get('content-type') ?? 'no content type';
+    throw new APIError({
+      status: response.status,
+      headers: response.headers,
+      body: text,
+      message: `the server answered ${response.status} with a body that is not JSON (${type}, ${text.length} characters: ${JSON.stringify(text.slice(0, 80))}); check the base URL points at a lexembed API`,
+      cause: error,
+    });
+  }
 }
 
 function shouldRetry(response: Response): boolean {

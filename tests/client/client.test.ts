@@ -148,6 +148,25 @@ describe('client retries, timeouts and connection errors', () => {
     expect(conflict.hits()).toBe(2);
   });
 
+  it('a 200 whose body is not JSON (a proxy\'s HTML page) is an APIError saying so, not a bare SyntaxError', async () => {
+    const html = await serveRaw((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Welcome to nginx!</body></html>'));
+    const error = await new Lexembed({ apiKey: null, baseURL: html.url, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
+    expect(error).toBeInstanceOf(APIError);
+    expect(error).toMatchObject({ status: 200, body: '<html><body>Welcome to nginx!</body></html>' });
+    expect(error.message).toMatch(/^the server answered 200 with a body that is not JSON \(text\/html, 43 characters: "<html><body>Welcome to nginx!/);
+    expect(error.cause).toBeInstanceOf(SyntaxError);
+  });
+
+  it('APIError takes one options object, and each subclass narrows status', () => {
+    const headers = new Headers({ 'x-request-id': 'req-1' });
+    const error = new BadRequestError({ status: 400, title: 'Validation error', detail: 'texts must be…', type: 't', headers, body: { title: 'Validation error' } });
+    const status: 400 = error.status; // a type-level check: BadRequestError's status is the literal 400
+    expect([status, error.message, error.requestID, error.error]).toEqual([400, '400 Validation error: texts must be…', 'req-1', { title: 'Validation error' }]);
+    const offline: undefined = new APIConnectionError().status;
+    expect(offline).toBeUndefined();
+    expect(new APIError({ message: 'custom', cause: 'why' })).toMatchObject({ message: 'custom', cause: 'why', status: undefined });
+  });
+
   it('times out with APIConnectionTimeoutError', async () => {
     const silent = await serveRaw(() => {});
     const error = await new Lexembed({ apiKey: null, baseURL: silent.url, timeout: 200, maxRetries: 0 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
