@@ -1,11 +1,31 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The fast tier (`npm run test:unit`): pure contract, auth decisions, the HTTP app through
+ * app.request(), the embedder on real small models, the client against in-process servers.
+ * No child processes, Redis, workerd, WebGPU or npm installs: under a minute here.
+ */
+const UNIT = [
+  'tests/contract/**/*.test.ts',
+  'tests/util/**/*.test.ts',
+  'tests/auth/decide.test.ts',
+  'tests/auth/key-format.test.ts',
+  'tests/http/**/*.test.ts',
+  'tests/proxy/proxy-app.test.ts',
+  'tests/embedder/**/*.test.ts',
+  'tests/client/**/*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['tests/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Leak checks (tests/node/webgpu.test.ts) collect garbage before reading RSS.
     execArgv: ['--expose-gc'],
+    // `vitest run` (npm test) runs both tiers; `--project unit` the fast one alone.
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      { extends: true, test: { name: 'integration', include: ['tests/**/*.test.ts'], exclude: UNIT } },
+    ],
   },
 });
