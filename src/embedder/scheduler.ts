@@ -20,7 +20,7 @@ export interface SchedulerLimits {
 
 /**
  * Defaults chosen by measurement on a 2-core CPU with onnxruntime-node (MiniLM-L6-H384, see
- * README "Throughput"): throughput peaks near 512 padded tokens per call (32×16, 4×128, 1×512)
+ * bench/embedder.ts): throughput peaks near 512 padded tokens per call (32×16, 4×128, 1×512)
  * and falls with bigger batches, so the budget is small; GPUs want a larger one.
  */
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = { maxBatchSize: 64, maxBatchTokens: 512, maxQueueTokens: 262144, minPaddingEfficiency: 0.9 };

@@ -53,7 +53,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     }
   }
   if (!existsSync(settingsPath)) {
-    throw new Error(`model folder ${folder} has no ${SETTINGS_FILE}; write one with max_input_tokens and dimensions (see README "Model folders")`);
+    throw new Error(`model folder ${folder} has no ${SETTINGS_FILE}; write one with max_input_tokens and dimensions (see docs/models.md)`);
   }
   // transformers.js would parse these itself and fail without naming the file.
   for (const json of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) {
