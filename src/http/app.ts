@@ -1,37 +1,26 @@
-// The lexembed HTTP app (Hono): one route table, authentication before validation, every
-// failure answered as a problem through problemResponse().
+// The lexembed HTTP app (Hono): one route table (rows below), authentication before validation,
+// operations from src/operations, and one place that turns an outcome into a response: a value
+// as JSON, a problem as problem+json (OpenAI's error shape under /openai/v1).
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
-import {
-  buildEmbeddingResponse,
-  buildOpenAIEmbeddingResponse,
-  DEFAULT_MODEL_NAME,
-  MAX_OPENAI_INPUTS,
-  MAX_TEXTS_PER_REQUEST,
-  OPENAI_PREFIX,
-  openAIModelIds,
-  pathSpellingDetail,
-  pathSpellingFault,
-  problem,
-  textsOf,
-  validateEmbeddingRequest,
-  validateOpenAIEmbeddingRequest,
-  validateTokenizeRequest,
-  type Problem,
-} from '../contract/index.ts';
-import { answerRerankRequest, rerankNotServed } from '../embedder/rerank-request.ts';
-import type { Embedder } from '../embedder/types.ts';
+import { DEFAULT_MODEL_NAME, MAX_OPENAI_INPUTS, MAX_TEXTS_PER_REQUEST, OPENAI_PREFIX, pathSpellingDetail, pathSpellingFault, problem, type Problem } from '../contract/index.ts';
+import type { EmbedOptions, Embedder } from '../embedder/types.ts';
+import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createTokenization, listOpenAIModels, rerankNotServed, type Outcome } from '../operations/index.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
+import { createInvocationsHandler } from './invocations.ts';
+import { createModelState } from './model-state.ts';
+import { observeRequests, type AppMetrics, type Env, type RequestLogRecord } from './observe.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
 import { readJsonBody } from './read-body.ts';
-import { createInvocationsHandler, innerCallOf } from './invocations.ts';
 import type { Route } from './routes.ts';
+import type { Authenticate, Resource } from '../auth/records.ts';
 
 export type { Authenticate, Resource } from '../auth/records.ts';
-import type { Authenticate, Resource } from '../auth/records.ts';
+export type { AppMetrics, Env, RequestLogRecord } from './observe.ts';
+export { RAW_TARGET } from './raw-target.ts';
 
 export interface AppOptions {
   /** The embedder, or a promise of it while the model loads. */
@@ -55,25 +44,6 @@ export interface AppOptions {
   readonly corsOrigins?: readonly string[];
 }
 
-export interface RequestLogRecord {
-  readonly msg: 'request';
-  readonly request_id: string;
-  readonly method: string;
-  readonly route: string;
-  readonly status: number;
-  readonly latency_ms: number;
-  readonly input_tokens: number | null;
-}
-
-export interface AppMetrics {
-  observeRequest(record: { route: string; method: string; status: number; seconds: number; inputTokens: number | null }): void;
-  render(): Promise<{ contentType: string; body: string }>;
-}
-
-export type Env = { Variables: { requestId: string; inputTokens: number } };
-export { RAW_TARGET } from './raw-target.ts';
-const REQUEST_ID = /^[\w.:@-]{1,128}$/;
-
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** Operations of the API this deployment does not serve: authenticated like every operation, then a 404. */
@@ -82,6 +52,11 @@ const OTHER_OPERATIONS: readonly { path: string; resource: Resource }[] = [
   { path: '/v1/extractions/qa', resource: 'extractions' },
   { path: '/v1/classifications/universal', resource: 'classifications' },
 ];
+
+const BODY_PROBLEMS = ['requestTooLarge', 'internal', 'unavailable'] as const;
+
+/** An operation over a decoded body (src/operations), as a route runs it. */
+type Operation = (body: unknown, embedder: Embedder, options: EmbedOptions) => Promise<Outcome<unknown>>;
 
 /**
  * Builds the app. Adapters (Node, edge) only hand it requests.
@@ -96,46 +71,12 @@ export function createApp(options: AppOptions): Hono<Env> {
   const proxyMode = options.deployment === 'proxy';
   // Proxy deployments need no key, and one that is passed is ignored (spec 4.3 rule 2).
   const authenticate: Authenticate = proxyMode ? () => null : (options.authenticate ?? (() => null));
-  let loaded: Embedder | undefined;
-  let loadError: unknown;
-  const embedderPromise = Promise.resolve(options.embedder).then(
-    (e) => (loaded = e),
-    (error) => {
-      loadError = error;
-      throw error;
-    },
-  );
-  embedderPromise.catch(() => {});
-  /** The model, or a 503 saying it failed to load (a permanent state: the log says why). */
-  const model = (): Promise<{ ok: true; value: Embedder } | { ok: false; problem: Problem }> =>
-    embedderPromise.then(
-      (value) => ({ ok: true, value }),
-      () => ({ ok: false, problem: problem('unavailable', 'the model failed to load, so this server cannot answer; the server log says why (fix the model folder, then restart)') }),
-    );
+  const state = createModelState(options.embedder);
   // The OpenAI-compatible routes answer in OpenAI's error shape, everything else with problem details.
   const fail = (c: Context<Env>, p: Problem) => (c.req.path.startsWith(`${OPENAI_PREFIX}/`) ? openAIErrorResponse(p) : problemResponse(p, docsUrlOf(c)));
   const app = new Hono<Env>();
 
-  // Request id, structured log and metrics, once per request (an /invocations inner call only
-  // reports its token count back to the outer request, which logs it).
-  app.use(async (c, next) => {
-    const inner = innerCallOf(c);
-    const given = c.req.header('x-request-id');
-    const requestId = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    c.set('requestId', requestId);
-    const started = performance.now();
-    await next();
-    c.res.headers.set('x-request-id', requestId);
-    if (inner) {
-      inner.inputTokens = c.get('inputTokens') ?? null;
-      return;
-    }
-    const route = c.req.routePath && c.req.routePath !== '/*' && allowed.has(c.req.routePath) ? c.req.routePath : 'unmatched';
-    const seconds = (performance.now() - started) / 1000;
-    const inputTokens = c.get('inputTokens') ?? null;
-    options.metrics?.observeRequest({ route, method: c.req.method, status: c.res.status, seconds, inputTokens });
-    options.log?.({ msg: 'request', request_id: requestId, method: c.req.method, route, status: c.res.status, latency_ms: +(seconds * 1000).toFixed(2), input_tokens: inputTokens });
-  });
+  app.use(observeRequests({ metrics: options.metrics, log: options.log, isRoute: (path) => allowed.has(path) }));
   // One spelling per route (contract/paths.ts): anything else is no route, before authentication.
   app.use(async (c, next) => {
     const raw = (c.env as Record<string, unknown> | undefined)?.[RAW_TARGET];
@@ -149,7 +90,23 @@ export function createApp(options: AppOptions): Hono<Env> {
     app.use(cors({ origin: origins.includes('*') ? '*' : origins, allowHeaders: ['authorization', 'content-type', 'x-request-id'], exposeHeaders: ['x-request-id', 'retry-after'], maxAge: 600 }));
   }
 
-  const BODY_PROBLEMS = ['requestTooLarge', 'internal', 'unavailable'] as const;
+  /**
+   * Runs an operation on the request's JSON body: waits for the model, refuses a full queue from
+   * the body's declared size before reading it (`maxTexts`: the most texts the operation takes,
+   * null for no cap), reads the body under the limit, then the operation.
+   */
+  const operate = (operation: Operation, maxTexts: number | null) => async (c: Context<Env>): Promise<Outcome<unknown>> => {
+    const model = await state.model();
+    if (!model.ok) return model;
+    const embedder = model.value;
+    const declared = Number(c.req.header('content-length') ?? NaN);
+    const full = Number.isFinite(declared) && declared <= maxBodyBytes ? embedder.refusalBySize?.(declared, maxTexts) : null;
+    if (full) return { ok: false, problem: full };
+    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    if (!body.ok) return body;
+    return operation(body.value, embedder, { signal: c.req.raw.signal });
+  };
+
   const table: Route<Env>[] = [
     {
       method: 'POST',
@@ -162,22 +119,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       ok: { description: 'One embedding per input text, with its index', json: 'EmbeddingResponse' },
       problems: ['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
-      async handler(c) {
-        const loadedModel = await model();
-        if (!loadedModel.ok) return fail(c, loadedModel.problem);
-        const embedder = loadedModel.value;
-        const full = refusedBySize(c, embedder, MAX_TEXTS_PER_REQUEST);
-        if (full) return fail(c, full);
-        const body = await readJsonBody(c.req.raw, maxBodyBytes);
-        if (!body.ok) return fail(c, body.problem);
-        const request = validateEmbeddingRequest(body.value, embedder);
-        if (!request.ok) return fail(c, request.problem);
-        const { task, overflow_strategy, dimensions } = request.value;
-        const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions }, { signal: c.req.raw.signal });
-        if (!result.ok) return fail(c, result.problem);
-        c.set('inputTokens', result.value.inputTokens);
-        return c.json(buildEmbeddingResponse(result.value.vectors, result.value.inputTokens));
-      },
+      handler: operate(createEmbeddings, MAX_TEXTS_PER_REQUEST),
     },
     {
       method: 'POST',
@@ -192,19 +134,10 @@ export function createApp(options: AppOptions): Hono<Env> {
       operation: true,
       requires: 'reranker',
       async handler(c) {
-        const loadedModel = await model();
-        if (!loadedModel.ok) return fail(c, loadedModel.problem);
-        const embedder = loadedModel.value;
         // Without a reranker the route is not served: say so before reading the body.
-        if (!embedder.reranker) return fail(c, rerankNotServed(embedder));
-        const full = refusedBySize(c, embedder, null);
-        if (full) return fail(c, full);
-        const body = await readJsonBody(c.req.raw, maxBodyBytes);
-        if (!body.ok) return fail(c, body.problem);
-        const result = await answerRerankRequest(embedder, body.value, { signal: c.req.raw.signal });
-        if (!result.ok) return fail(c, result.problem);
-        c.set('inputTokens', result.value.usage.input_tokens);
-        return c.json(result.value);
+        const model = await state.model();
+        if (model.ok && !model.value.reranker) return { ok: false, problem: rerankNotServed(model.value) };
+        return operate(createRerankings, null)(c);
       },
     },
     {
@@ -218,24 +151,14 @@ export function createApp(options: AppOptions): Hono<Env> {
       ok: { description: 'Per text: its input tokens, and with return_offsets its tokens and offsets', json: 'TokenizeResponse' },
       problems: ['validation', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
-      async handler(c) {
-        const loadedModel = await model();
-        if (!loadedModel.ok) return fail(c, loadedModel.problem);
-        const embedder = loadedModel.value;
-        const body = await readJsonBody(c.req.raw, maxBodyBytes);
-        if (!body.ok) return fail(c, body.problem);
-        const request = validateTokenizeRequest(body.value, embedder);
-        if (!request.ok) return fail(c, request.problem);
-        const results = embedder.tokenize(request.value.texts, { task: request.value.task, offsets: request.value.return_offsets });
-        return c.json({ results, max_input_tokens: embedder.settings.max_input_tokens });
-      },
+      handler: operate(createTokenization, null),
     },
     ...OTHER_OPERATIONS.map(({ path, resource }) => notServed(path, resource)),
     {
       method: 'POST',
       path: `${OPENAI_PREFIX}/embeddings`,
       operationId: 'createOpenAIEmbeddings',
-      summary: 'OpenAI-compatible embeddings (for the openai client, LangChain, the AI SDK…); errors in OpenAI\'s shape',
+      summary: "OpenAI-compatible embeddings (for the openai client, LangChain, the AI SDK…); errors in OpenAI's shape",
       tags: ['openai'],
       resource: 'embeddings',
       body: 'OpenAIEmbeddingRequest',
@@ -243,22 +166,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       problems: ['validation', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
       errors: 'openai',
-      async handler(c) {
-        const loadedModel = await model();
-        if (!loadedModel.ok) return fail(c, loadedModel.problem);
-        const embedder = loadedModel.value;
-        const full = refusedBySize(c, embedder, MAX_OPENAI_INPUTS);
-        if (full) return fail(c, full);
-        const body = await readJsonBody(c.req.raw, maxBodyBytes);
-        if (!body.ok) return fail(c, { ...body.problem, param: null });
-        const call = validateOpenAIEmbeddingRequest(body.value, embedder);
-        if (!call.ok) return fail(c, call.problem);
-        const { texts, task, dimensions } = call.value;
-        const result = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions }, { signal: c.req.raw.signal });
-        if (!result.ok) return fail(c, result.problem);
-        c.set('inputTokens', result.value.inputTokens);
-        return c.json(buildOpenAIEmbeddingResponse(result.value.vectors, result.value.inputTokens, call.value));
-      },
+      handler: operate(createOpenAIEmbeddings, MAX_OPENAI_INPUTS),
     },
     {
       method: 'GET',
@@ -271,11 +179,9 @@ export function createApp(options: AppOptions): Hono<Env> {
       problems: ['unavailable'],
       operation: true,
       errors: 'openai',
-      async handler(c) {
-        const loadedModel = await model();
-        if (!loadedModel.ok) return fail(c, loadedModel.problem);
-        const data = openAIModelIds(loadedModel.value.modelName).map((id) => ({ id, object: 'model' as const, created: 0, owned_by: 'lexembed' }));
-        return c.json({ object: 'list', data });
+      async handler() {
+        const model = await state.model();
+        return model.ok ? listOpenAIModels(model.value) : model;
       },
     },
     {
@@ -289,10 +195,11 @@ export function createApp(options: AppOptions): Hono<Env> {
         schema: { type: 'object', properties: { status: { const: 'ok' }, model: { type: 'string' }, backend: { type: 'string' } }, required: ['status'] },
       },
       problems: ['unavailable'],
-      handler(c) {
-        if (loaded) return c.json({ status: 'ok', model: loaded.modelName, backend: loaded.backendName });
-        const detail = loadError ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
-        return fail(c, problem('unavailable', detail, { 'retry-after': '1' }));
+      handler() {
+        const loaded = state.loaded();
+        if (loaded) return { ok: true, value: { body: { status: 'ok', model: loaded.modelName, backend: loaded.backendName }, inputTokens: null } };
+        const detail = state.failed() ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
+        return { ok: false, problem: problem('unavailable', detail, { 'retry-after': '1' }) };
       },
     },
     ...(proxyMode
@@ -304,7 +211,7 @@ export function createApp(options: AppOptions): Hono<Env> {
             summary: 'Container health: 200 once the model is loaded, 503 before',
             ok: { description: 'Ready' },
             responses: { '503': { description: 'Loading' } },
-            handler: (c) => (loaded ? c.json({ status: 'ok' }) : c.json({ status: loadError ? 'failed' : 'loading' }, 503)),
+            handler: (c) => (state.loaded() ? c.json({ status: 'ok' }) : c.json({ status: state.failed() ? 'failed' : 'loading' }, 503)),
           },
           {
             // Registered only in proxy mode, where no route needs a key: it cannot bypass authentication.
@@ -347,17 +254,6 @@ export function createApp(options: AppOptions): Hono<Env> {
       : []),
   ];
 
-  /**
-   * At saturation, the 503 a request gets from its declared size alone, before its body is read:
-   * refusing after parsing megabytes would spend the CPU the model needs. A body over the size
-   * limit is left to the 413.
-   */
-  function refusedBySize(c: Context<Env>, embedder: Embedder, maxTexts: number | null): Problem | null {
-    const declared = Number(c.req.header('content-length') ?? NaN);
-    if (!Number.isFinite(declared) || declared > maxBodyBytes) return null;
-    return embedder.refusalBySize?.(declared, maxTexts) ?? null;
-  }
-
   /** A route of the API this deployment does not serve: authenticated like every operation, then a 404. */
   function notServed(path: string, resource: Resource): Route<Env> {
     const operationId = path.replace(/^\/v1\//, '').replace(/\W+(\w)/g, (_, ch: string) => ch.toUpperCase());
@@ -368,11 +264,12 @@ export function createApp(options: AppOptions): Hono<Env> {
       summary: 'Part of the API, not served by this deployment: authenticated, then 404',
       resource,
       operation: true,
-      handler: (c) => fail(c, problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`)),
+      handler: () => ({ ok: false, problem: problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`) }),
     };
   }
 
-  // The table drives the Hono routes: authentication first wherever a resource is named.
+  // The table drives the Hono routes: authentication first wherever a resource is named, then the
+  // handler; its outcome is serialised here, once.
   const allowed = new Map<string, string[]>();
   for (const r of table) {
     allowed.set(r.path, [...(allowed.get(r.path) ?? []), r.method]);
@@ -381,7 +278,11 @@ export function createApp(options: AppOptions): Hono<Env> {
         const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: r.resource });
         if (refused) return fail(c, refused);
       }
-      return r.handler(c);
+      const outcome = await r.handler(c);
+      if (outcome instanceof Response) return outcome;
+      if (!outcome.ok) return fail(c, outcome.problem);
+      if (outcome.value.inputTokens !== null) c.set('inputTokens', outcome.value.inputTokens);
+      return c.json(outcome.value.body as object);
     });
   }
 
@@ -390,7 +291,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   let openApiDoc: Promise<ReturnType<typeof buildOpenApiDocument>> | undefined;
   const openApi = () => (openApiDoc ??= buildDocument());
   const buildDocument = async () => {
-    const embedder = await embedderPromise.catch(() => undefined); // a failed model still has its document
+    const embedder = await state.settled(); // a failed model still has its document
     return buildOpenApiDocument({
       modelName: embedder?.modelName ?? DEFAULT_MODEL_NAME,
       rerankModelName: embedder?.reranker?.rerankModelName ?? null,

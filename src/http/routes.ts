@@ -5,6 +5,7 @@
 import type { Context } from 'hono';
 import type { Resource } from '../auth/records.ts';
 import type { ProblemCode } from '../contract/index.ts';
+import type { Outcome } from '../operations/index.ts';
 
 export type Method = 'GET' | 'POST';
 
@@ -33,6 +34,11 @@ export interface RouteDoc {
   readonly responses?: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * A route: its documentation, and a handler that answers an outcome (the registration loop
+ * serialises it: a value as JSON, a problem in the route's error shape) or, for pages and
+ * passthroughs, a Response of its own.
+ */
 export interface Route<E extends object> extends RouteDoc {
-  readonly handler: (c: Context<E>) => Response | Promise<Response>;
+  readonly handler: (c: Context<E>) => Response | Outcome<unknown> | Promise<Response | Outcome<unknown>>;
 }

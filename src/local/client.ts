@@ -2,21 +2,11 @@
 // and typed errors, computed in this page, worker or edge isolate by transformers.js on
 // onnxruntime-web (WebGPU or WASM). Every asset comes from URLs the application serves.
 import { env } from '@huggingface/transformers';
-import {
-  buildEmbeddingResponse,
-  textsOf,
-  toProblemDocument,
-  validateEmbeddingRequest,
-  validateTokenizeRequest,
-  type EmbeddingResponse,
-  type Problem,
-  type RerankResponse,
-  type TokenizeResponse,
-} from '../contract/index.ts';
+import { toProblemDocument, type EmbeddingResponse, type Problem, type RerankResponse, type TokenizeResponse } from '../contract/index.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
 import { makeAPIError } from '../client/errors.ts';
 import type { EmbeddingCreateParams, RerankingCreateParams, TokenizeCreateParams } from '../client/index.ts';
-import { answerRerankRequest } from '../embedder/rerank-request.ts';
+import { createEmbeddings, createRerankings, createTokenization, type Outcome } from '../operations/index.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
 import { parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../embedder/transformers-backend.ts';
@@ -63,34 +53,17 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
   const docsUrl = options.docsUrl ?? '/docs';
   const loading = load(options);
   loading.catch(() => {});
+  /** The server's operation, in this page: its body, or its problem as the HTTP client's typed error. */
+  const run = async <T>(operation: (body: unknown, embedder: Embedder) => Promise<Outcome<T>>, params: unknown): Promise<T> => {
+    const { embedder } = await loading;
+    const outcome = await operation(params, embedder);
+    if (!outcome.ok) throw toError(outcome.problem, docsUrl);
+    return outcome.value.body;
+  };
   return {
-    embeddings: {
-      async create(params) {
-        const { embedder } = await loading;
-        const request = validateEmbeddingRequest(params, embedder);
-        if (!request.ok) throw toError(request.problem, docsUrl);
-        const { task, overflow_strategy, dimensions } = request.value;
-        const result = await embedder.embed({ texts: textsOf(request.value), task, overflowStrategy: overflow_strategy, dimensions });
-        if (!result.ok) throw toError(result.problem, docsUrl);
-        return buildEmbeddingResponse(result.value.vectors, result.value.inputTokens);
-      },
-    },
-    rerankings: {
-      async create(params) {
-        const { embedder } = await loading;
-        const result = await answerRerankRequest(embedder, params);
-        if (!result.ok) throw toError(result.problem, docsUrl);
-        return result.value;
-      },
-    },
-    tokenize: {
-      async create(params) {
-        const { embedder } = await loading;
-        const request = validateTokenizeRequest(params, embedder);
-        if (!request.ok) throw toError(request.problem, docsUrl);
-        return { results: embedder.tokenize(request.value.texts, { task: request.value.task, offsets: request.value.return_offsets }), max_input_tokens: embedder.settings.max_input_tokens };
-      },
-    },
+    embeddings: { create: (params) => run(createEmbeddings, params) },
+    rerankings: { create: (params) => run(createRerankings, params) },
+    tokenize: { create: (params) => run(createTokenization, params) },
     async chunkText(text, chunkOptions) {
       const { embedder } = await loading;
       const chunks = embedder.chunkText(text, chunkOptions);

@@ -1,0 +1,46 @@
+// Per-request observation: a request id (given or new), then one structured log record and one
+// metrics observation when the answer is ready. An /invocations inner call only reports its token
+// count back to the outer request, which logs it.
+import type { MiddlewareHandler } from 'hono';
+import { innerCallOf } from './invocations.ts';
+
+export interface RequestLogRecord {
+  readonly msg: 'request';
+  readonly request_id: string;
+  readonly method: string;
+  readonly route: string;
+  readonly status: number;
+  readonly latency_ms: number;
+  readonly input_tokens: number | null;
+}
+
+export interface AppMetrics {
+  observeRequest(record: { route: string; method: string; status: number; seconds: number; inputTokens: number | null }): void;
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+export type Env = { Variables: { requestId: string; inputTokens: number } };
+
+const REQUEST_ID = /^[\w.:@-]{1,128}$/;
+
+/** @param isRoute whether a matched route path is one of the app's (else it is logged as "unmatched") */
+export function observeRequests(options: { metrics?: AppMetrics; log?: (record: RequestLogRecord) => void; isRoute: (path: string) => boolean }): MiddlewareHandler<Env> {
+  return async (c, next) => {
+    const inner = innerCallOf(c);
+    const given = c.req.header('x-request-id');
+    const requestId = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    c.set('requestId', requestId);
+    const started = performance.now();
+    await next();
+    c.res.headers.set('x-request-id', requestId);
+    if (inner) {
+      inner.inputTokens = c.get('inputTokens') ?? null;
+      return;
+    }
+    const route = c.req.routePath && c.req.routePath !== '/*' && options.isRoute(c.req.routePath) ? c.req.routePath : 'unmatched';
+    const seconds = (performance.now() - started) / 1000;
+    const inputTokens = c.get('inputTokens') ?? null;
+    options.metrics?.observeRequest({ route, method: c.req.method, status: c.res.status, seconds, inputTokens });
+    options.log?.({ msg: 'request', request_id: requestId, method: c.req.method, route, status: c.res.status, latency_ms: +(seconds * 1000).toFixed(2), input_tokens: inputTokens });
+  };
+}
