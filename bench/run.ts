@@ -18,7 +18,7 @@ import * as ort from 'onnxruntime-node';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
-import { padBatch } from '../src/embedder/padding.ts';
+import { padBatch } from '../src/runtime/padding.ts';
 import { workloadTexts, workloads } from './texts.ts';
 
 const DEFAULT_MODEL = join(PROJECT_ROOT, 'bench-results', 'minilm-l6-h384');

@@ -1,9 +1,9 @@
 // Options that choose and open the key store, shared by serve, keys and accounts.
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { createRedisKeyStore } from '../auth/redis-store.ts';
+import { createRedisKeyStore } from '../auth/stores/redis.ts';
 import type { KeyStore } from '../auth/store.ts';
-import { createFileKeyStore } from '../node/file-key-store.ts';
+import { createFileKeyStore } from '../auth/stores/file.ts';
 import type { OptionSpecs } from './options.ts';
 
 export const STORE_OPTIONS = {

@@ -2,7 +2,7 @@
 // isolates, embedding with onnxruntime-web's WASM build, model files from a binding or a URL, API
 // keys from an injected store. Three work-arounds for workerd live here, each marked.
 import { createApp } from '../http/app.ts';
-import { createMemoryKeyStore } from '../auth/memory-store.ts';
+import { createMemoryKeyStore } from '../auth/stores/memory.ts';
 import { createStoreAuthenticator } from '../auth/service.ts';
 import { AccountSchema, KeyRecordSchema } from '../auth/records.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
@@ -68,7 +68,7 @@ async function loadEdgeEmbedder(env: Env, wasmModule: WebAssembly.Module): Promi
   // workerd allows only inside a request: import it lazily, on first use.
   const fetchModelFile = modelFetcher(env);
   const { env: tf } = await import('@huggingface/transformers');
-  const { createTransformersBackend } = await import('../embedder/transformers-backend.ts');
+  const { createTransformersBackend } = await import('../runtime/transformers-backend.ts');
   tf.allowRemoteModels = false;
   tf.useBrowserCache = false;
   // Work-around 3: model files come through the binding or URL, not the local file system.

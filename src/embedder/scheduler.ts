@@ -44,22 +44,27 @@ export interface Reservation {
   release(): void;
 }
 
-interface Job {
+/** A submitted request: its sequences' vectors as they come back, and how it ends. */
+interface PendingRequest {
   readonly results: Float32Array[];
   remaining: number;
   done: boolean;
   resolve(v: Float32Array[]): void;
   reject(e: unknown): void;
 }
-interface Item {
-  readonly job: Job;
+
+/** One sequence waiting in the queue: whose it is, its place in that request, its ids, and when it arrived. */
+export interface QueuedSequence<Owner = unknown> {
+  readonly request: Owner;
   readonly index: number;
   readonly ids: readonly number[];
   readonly order: number;
 }
+/** A waiting sequence of a submitted request. */
+type Waiting = QueuedSequence<PendingRequest>;
 
 export class BatchScheduler {
-  private queue: Item[] = [];
+  private queue: Waiting[] = [];
   private queuedTokens = 0;
   private reservedTokens = 0;
   private running = false;
@@ -87,17 +92,17 @@ export class BatchScheduler {
       if (refused) return Promise.reject(refused);
     }
     return new Promise((resolve, reject) => {
-      const job: Job = { results: new Array(sequences.length), remaining: sequences.length, done: false, resolve, reject };
+      const request: PendingRequest = { results: new Array(sequences.length), remaining: sequences.length, done: false, resolve, reject };
       if (sequences.length === 0) return resolve([]);
-      sequences.forEach((ids, index) => this.queue.push({ job, index, ids, order: this.arrivals++ }));
+      sequences.forEach((ids, index) => this.queue.push({ request, index, ids, order: this.arrivals++ }));
       this.queuedTokens += tokens;
       this.hooks.onQueueDepth?.(this.queue.length);
       signal?.addEventListener(
         'abort',
         () => {
-          if (job.done) return;
-          job.done = true;
-          this.removeJob(job);
+          if (request.done) return;
+          request.done = true;
+          this.removeRequest(request);
           reject(signal.reason);
         },
         { once: true },
@@ -142,10 +147,10 @@ export class BatchScheduler {
     return new QueueFullError(`the queue holds ${waiting}; ${estimated ? 'about ' : ''}${tokens} more would pass its limit of ${this.limits.maxQueueTokens}`);
   }
 
-  private removeJob(job: Job) {
-    const kept: Item[] = [];
+  private removeRequest(request: PendingRequest) {
+    const kept: Waiting[] = [];
     for (const item of this.queue) {
-      if (item.job === job) this.queuedTokens -= item.ids.length;
+      if (item.request === request) this.queuedTokens -= item.ids.length;
       else kept.push(item);
     }
     this.queue = kept;
@@ -173,18 +178,18 @@ export class BatchScheduler {
           failure = error;
         }
         for (const [k, item] of batch.entries()) {
-          const { job } = item;
-          if (job.done) continue;
+          const { request } = item;
+          if (request.done) continue;
           if (failure !== undefined) {
-            job.done = true;
-            this.removeJob(job);
-            job.reject(failure);
+            request.done = true;
+            this.removeRequest(request);
+            request.reject(failure);
             continue;
           }
-          job.results[item.index] = vectors![k]!;
-          if (--job.remaining === 0) {
-            job.done = true;
-            job.resolve(job.results);
+          request.results[item.index] = vectors![k]!;
+          if (--request.remaining === 0) {
+            request.done = true;
+            request.resolve(request.results);
           }
         }
       }
@@ -193,35 +198,46 @@ export class BatchScheduler {
     }
   }
 
-  /** The oldest item plus its nearest neighbours in length, within the limits. */
-  private takeBatch(): Item[] {
-    const sorted = [...this.queue].sort((a, b) => a.ids.length - b.ids.length || a.order - b.order);
-    const at = (i: number) => sorted[i]!; // every index below stays within sorted
-    const len = (i: number) => at(i).ids.length;
-    let oldest = 0;
-    for (let i = 1; i < sorted.length; i++) if (at(i).order < at(oldest).order) oldest = i;
-    let lo = oldest;
-    let hi = oldest;
-    let real = len(oldest);
-    const minEfficiency = this.limits.minPaddingEfficiency ?? 0;
-    const fits = (count: number, width: number, realTokens: number) =>
-      count <= this.limits.maxBatchSize && count * width <= this.limits.maxBatchTokens && realTokens / (count * width) >= minEfficiency;
-    while (hi - lo + 1 < this.limits.maxBatchSize) {
-      const count = hi - lo + 2;
-      const canLeft = lo > 0 && fits(count, len(hi), real + len(lo - 1));
-      const canRight = hi < sorted.length - 1 && fits(count, len(hi + 1), real + len(hi + 1));
-      if (!canLeft && !canRight) break;
-      // Padding added: a shorter sequence pads up to the current width; a longer one widens all.
-      const leftCost = canLeft ? len(hi) - len(lo - 1) : Infinity;
-      const rightCost = canRight ? (len(hi + 1) - len(hi)) * (hi - lo + 1) : Infinity;
-      if (leftCost <= rightCost) real += len(--lo);
-      else real += len(++hi);
-    }
-    const batch = sorted.slice(lo, hi + 1);
+  /** Takes the next batch (selectBatch) off the queue. */
+  private takeBatch(): Waiting[] {
+    const batch = selectBatch(this.queue, this.limits);
     const taken = new Set(batch);
     this.queue = this.queue.filter((i) => !taken.has(i));
     for (const i of batch) this.queuedTokens -= i.ids.length;
     this.hooks.onQueueDepth?.(this.queue.length);
     return batch;
   }
+}
+
+/**
+ * The next model call, chosen from the waiting sequences without changing them: the oldest
+ * sequence (so none starves) and its nearest neighbours in length, grown while the batch stays
+ * within `maxBatchSize`, `maxBatchTokens` (padded) and `minPaddingEfficiency`.
+ * @example selectBatch(queue, { maxBatchSize: 4, maxBatchTokens: 100, maxQueueTokens: 1000 })
+ */
+export function selectBatch<T extends QueuedSequence>(queue: readonly T[], limits: SchedulerLimits): T[] {
+  if (queue.length === 0) return [];
+  const sorted = [...queue].sort((a, b) => a.ids.length - b.ids.length || a.order - b.order);
+  const at = (i: number) => sorted[i]!; // every index below stays within sorted
+  const len = (i: number) => at(i).ids.length;
+  let oldest = 0;
+  for (let i = 1; i < sorted.length; i++) if (at(i).order < at(oldest).order) oldest = i;
+  let lo = oldest;
+  let hi = oldest;
+  let real = len(oldest);
+  const minEfficiency = limits.minPaddingEfficiency ?? 0;
+  const fits = (count: number, width: number, realTokens: number) =>
+    count <= limits.maxBatchSize && count * width <= limits.maxBatchTokens && realTokens / (count * width) >= minEfficiency;
+  while (hi - lo + 1 < limits.maxBatchSize) {
+    const count = hi - lo + 2;
+    const canLeft = lo > 0 && fits(count, len(hi), real + len(lo - 1));
+    const canRight = hi < sorted.length - 1 && fits(count, len(hi + 1), real + len(hi + 1));
+    if (!canLeft && !canRight) break;
+    // Padding added: a shorter sequence pads up to the current width; a longer one widens all.
+    const leftCost = canLeft ? len(hi) - len(lo - 1) : Infinity;
+    const rightCost = canRight ? (len(hi + 1) - len(hi)) * (hi - lo + 1) : Infinity;
+    if (leftCost <= rightCost) real += len(--lo);
+    else real += len(++hi);
+  }
+  return sorted.slice(lo, hi + 1);
 }

@@ -20,7 +20,7 @@ import {
 } from '../../src/client/index.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
-import { createMemoryKeyStore } from '../../src/auth/memory-store.ts';
+import { createMemoryKeyStore } from '../../src/auth/stores/memory.ts';
 import { createKey, createStoreAuthenticator, setAccount } from '../../src/auth/service.ts';
 import { startServer, type RunningServer } from '../../src/node/server.ts';
 import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';

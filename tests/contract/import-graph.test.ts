@@ -90,3 +90,28 @@ it('src/ has no import cycle (type-only imports included)', () => {
   expect(files.length).toBeGreaterThan(40);
   expect(cycles).toEqual([]);
 });
+
+// The layers: what each folder of src/ may not import (relative imports, type-only included).
+const LAYERS: readonly [string, readonly string[]][] = [
+  ['src/contract', ['src/embedder', 'src/runtime', 'src/operations', 'src/auth', 'src/http', 'src/client', 'src/local', 'src/edge', 'src/node', 'src/cli', 'src/adapters']],
+  ['src/embedder', ['src/runtime', 'src/operations', 'src/auth', 'src/http', 'src/local', 'src/edge', 'src/node', 'src/cli', 'src/adapters']],
+  ['src/operations', ['src/runtime', 'src/auth', 'src/http', 'src/local', 'src/edge', 'src/node', 'src/cli']],
+  ['src/runtime', ['src/operations', 'src/auth', 'src/http', 'src/node', 'src/cli']],
+  ['src/auth', ['src/embedder', 'src/runtime', 'src/operations', 'src/http', 'src/node', 'src/cli']],
+  ['src/http', ['src/node', 'src/cli', 'src/runtime']],
+  ['src/client', ['src/embedder', 'src/runtime', 'src/operations', 'src/auth', 'src/http', 'src/node', 'src/cli']],
+];
+
+it.each(LAYERS)('%s imports none of %j (core never reaches transports, auth never reaches node)', (layer, forbidden) => {
+  const files = readdirSync(join(ROOT, layer), { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith('.ts'));
+  expect(files.length).toBeGreaterThan(0);
+  const offending: string[] = [];
+  for (const entry of files) {
+    const file = join(entry.parentPath, entry.name);
+    for (const m of readFileSync(file, 'utf8').matchAll(/(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g)) {
+      const target = resolve(dirname(file), m[1] ?? m[2] ?? '').slice(ROOT.length + 1);
+      if (forbidden.some((f) => target === f || target.startsWith(`${f}/`))) offending.push(`${file.slice(ROOT.length + 1)} → ${target}`);
+    }
+  }
+  expect(offending).toEqual([]);
+});

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryKeyStore } from '../../src/auth/memory-store.ts';
+import { createMemoryKeyStore } from '../../src/auth/stores/memory.ts';
 import { createKey } from '../../src/auth/service.ts';
 import { DEFAULT_OVERLAP_RATIO } from '../../src/contract/index.ts';
 import { STATIC_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../../src/node/runtime/load-model.ts';

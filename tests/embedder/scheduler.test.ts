@@ -1,6 +1,6 @@
 // The batching scheduler with a deterministic fake model whose calls we release by hand.
 import { describe, expect, it } from 'vitest';
-import { BatchScheduler, QueueFullError } from '../../src/embedder/scheduler.ts';
+import { BatchScheduler, QueueFullError, selectBatch, type QueuedSequence } from '../../src/embedder/scheduler.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { createApp } from '../../src/http/app.ts';
 import type { EmbeddingBackend } from '../../src/embedder/types.ts';
@@ -209,6 +209,19 @@ describe('BatchScheduler', () => {
     const second = s.submit([seq(3)]);
     await expect(first).rejects.toThrow('model crashed');
     expect(vecs(await second)).toEqual([expected(seq(3))]);
+  });
+});
+
+describe('selectBatch (pure)', () => {
+  const waiting = (lengths: number[]): QueuedSequence<string>[] => lengths.map((n, order) => ({ request: `r${order}`, index: 0, ids: seq(n), order }));
+  it('takes the oldest and its nearest neighbours in length, within the padded budget, and changes nothing', () => {
+    const queue = waiting([10, 3, 11, 50, 9, 12]);
+    const before = JSON.stringify(queue);
+    const batch = selectBatch(queue, { maxBatchSize: 8, maxBatchTokens: 48, maxQueueTokens: 1000 });
+    expect(batch.map((q) => q.order)).toEqual([4, 0, 2, 5]); // 9, 10, 11, 12: 4 × 12 = 48 padded tokens
+    expect(JSON.stringify(queue)).toBe(before);
+    expect(selectBatch(queue, { maxBatchSize: 2, maxBatchTokens: 1000, maxQueueTokens: 1000 })).toHaveLength(2);
+    expect(selectBatch([], { maxBatchSize: 2, maxBatchTokens: 10, maxQueueTokens: 10 })).toEqual([]);
   });
 });
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR, loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { decideDevice } from '../../src/node/runtime/webgpu/decide.ts';
+import { decideServerDevice } from '../../src/node/runtime/webgpu/decide.ts';
 import type { Embedder, EmbedInput } from '../../src/embedder/types.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
@@ -25,26 +25,26 @@ describe('device choice (pure)', () => {
   const nvidia = { name: 'nvidia hopper NVIDIA H100', fallback: false };
 
   it('auto takes a hardware adapter and says which', () => {
-    const d = decideDevice('auto', { adapters: [lavapipe, nvidia], errors: [] });
+    const d = decideServerDevice('auto', { adapters: [lavapipe, nvidia], errors: [] });
     expect(d.device).toBe('webgpu');
     expect(d.reason).toContain('NVIDIA H100');
   });
 
   it('auto keeps onnxruntime-node when only a software fallback exists, and says why', () => {
-    const d = decideDevice('auto', { adapters: [lavapipe], errors: [] });
+    const d = decideServerDevice('auto', { adapters: [lavapipe], errors: [] });
     expect(d.device).toBe('cpu');
     expect(d.reason).toMatch(/software fallback.*llvmpipe.*using cpu/);
   });
 
   it('webgpu accepts a software adapter (correct, slow) but not none: the error lists adapters and what to install', () => {
-    expect(decideDevice('webgpu', { adapters: [lavapipe], errors: [] }).reason).toContain('software fallback');
-    expect(() => decideDevice('webgpu', { adapters: [], errors: ['no suitable backends found'] })).toThrow(
+    expect(decideServerDevice('webgpu', { adapters: [lavapipe], errors: [] }).reason).toContain('software fallback');
+    expect(() => decideServerDevice('webgpu', { adapters: [], errors: ['no suitable backends found'] })).toThrow(
       /no WebGPU adapter is usable\. Adapters seen: none\. Errors: no suitable backends found\. Install: .*webgpu.*libvulkan1.*bookworm-backports mesa-vulkan-drivers/,
     );
   });
 
   it('cpu is cpu', () => {
-    expect(decideDevice('cpu', null).device).toBe('cpu');
+    expect(decideServerDevice('cpu', null).device).toBe('cpu');
   });
 });
 

@@ -5,7 +5,7 @@
 // main thread (tokenising on onnxruntime-node's transformers.js) cannot do.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
-import { decideDevice } from './webgpu/decide.ts';
+import { decideServerDevice } from './webgpu/decide.ts';
 import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
 import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
 import { messageOf } from '../../util/message-of.ts';
@@ -19,10 +19,10 @@ let gpu: WebGPUHandle | null = null;
 try {
   const requested = data.serverDevice ?? 'cpu';
   if (requested !== 'cpu') gpu = await openWebGPU(data.gpuAdapter);
-  const decision = decideDevice(requested, gpu, data.gpuAdapter);
+  const decision = decideServerDevice(requested, gpu, data.gpuAdapter);
   if (decision.device === 'webgpu') await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
-  const { createTransformersBackend } = await import('../../embedder/transformers-backend.ts');
+  const { createTransformersBackend } = await import('../../runtime/transformers-backend.ts');
   // Injected execution providers take the place of onnxruntime-node's thread options.
   const backend = await createTransformersBackend(decision.device === 'webgpu' ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : data);
   let reason = decision.reason;

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
-import { createTransformersBackend } from '../../embedder/transformers-backend.ts';
+import { createTransformersBackend } from '../../runtime/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../../embedder/types.ts';
 import type { ServerDevice } from './webgpu/decide.ts';

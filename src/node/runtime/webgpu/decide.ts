@@ -1,6 +1,6 @@
 // The server's device choice: what --device accepts, and the shared rules of
 // src/embedder/device.ts applied to the adapters Dawn offered (cpu = onnxruntime-node).
-import { decideDevice as decideDeviceFor, type DeviceDecision as SharedDecision } from '../../../embedder/device.ts';
+import { decideDevice, type DeviceDecision as SharedDecision } from '../../../runtime/device-rules.ts';
 import type { WebGPUHandle } from './detect.ts';
 
 export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;
@@ -17,9 +17,9 @@ export const WEBGPU_INSTALL_HINT =
  * Picks the server's device from what was asked and the adapters Dawn offered (the shared rules
  * of src/embedder/device.ts); throws when `webgpu` was asked for and cannot be had.
  */
-export function decideDevice(requested: ServerDevice, handle: Pick<WebGPUHandle, 'adapters' | 'errors'> | null, adapterName = ''): DeviceDecision {
+export function decideServerDevice(requested: ServerDevice, handle: Pick<WebGPUHandle, 'adapters' | 'errors'> | null, adapterName = ''): DeviceDecision {
   const wanted = adapterName ? ` matching --gpu-adapter "${adapterName}"` : '';
-  return decideDeviceFor(requested, { present: handle !== null, adapters: handle?.adapters ?? [], errors: handle?.errors ?? [] }, {
+  return decideDevice(requested, { present: handle !== null, adapters: handle?.adapters ?? [], errors: handle?.errors ?? [] }, {
     cpu: 'cpu',
     cpuName: 'onnxruntime-node',
     noAdapterError: (seen, errors) => new Error(`--device webgpu: no WebGPU adapter${wanted} is usable. Adapters seen: ${seen}.${errors} Install: ${WEBGPU_INSTALL_HINT}.`),

@@ -2,8 +2,8 @@
 // browsers and at the edge). Remote models are always disabled: files come from the caller.
 import { AutoModel, AutoTokenizer, Tensor, env } from '@huggingface/transformers';
 import { padBatch } from './padding.ts';
-import type { ModelSettings } from './settings.ts';
-import type { EmbeddingBackend } from './types.ts';
+import type { ModelSettings } from '../embedder/settings.ts';
+import type { EmbeddingBackend } from '../embedder/types.ts';
 
 export interface TransformersBackendOptions {
   /** Folder name of the model under `localModelPath`. */

@@ -1,7 +1,7 @@
 // A Redis key store, so several server replicas share keys and account states.
 import { Redis } from 'ioredis';
-import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from './records.ts';
-import type { KeyStore } from './store.ts';
+import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from '../records.ts';
+import type { KeyStore } from '../store.ts';
 
 /** How long one Redis command may take before the store reports Redis unreachable. */
 export const COMMAND_TIMEOUT_MS = 1000;

@@ -6,9 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from '../auth/records.ts';
-import type { KeyStore } from '../auth/store.ts';
-import { messageOf } from '../util/message-of.ts';
+import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from '../records.ts';
+import type { KeyStore } from '../store.ts';
+import { messageOf } from '../../util/message-of.ts';
 
 export const KEYS_FILE = 'keys.json';
 const LOCK_STALE_MS = 10_000;

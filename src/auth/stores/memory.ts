@@ -1,6 +1,6 @@
 // An in-memory key store: tests, and edge deployments with injected records.
-import type { Account, KeyRecord } from './records.ts';
-import type { KeyStore } from './store.ts';
+import type { Account, KeyRecord } from '../records.ts';
+import type { KeyStore } from '../store.ts';
 
 export function createMemoryKeyStore(initial: { keys?: KeyRecord[]; accounts?: Account[] } = {}): KeyStore {
   const keys = new Map((initial.keys ?? []).map((k) => [k.hash, structuredClone(k)]));
