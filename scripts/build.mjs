@@ -32,6 +32,11 @@ const lock = read(join(root, 'package-lock.json'));
 const dist = join(root, 'dist');
 const out = join(root, 'build');
 
+// src/version.ts carries the version into bundles (no JSON import there): it must be this one.
+const versionSource = readFileSync(join(root, 'src', 'version.ts'), 'utf8');
+if (!versionSource.includes(`LEXEMBED_VERSION = '${rootPkg.version}'`)) {
+  throw new Error(`build: src/version.ts does not say LEXEMBED_VERSION = '${rootPkg.version}' (package.json's version); update it`);
+}
 rmSync(dist, { recursive: true, force: true });
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });

@@ -20,6 +20,7 @@ import {
   type ProblemCode,
 } from '../contract/index.ts';
 import type { RouteDoc } from './routes.ts';
+import { INTERFACE_VERSION, LEXEMBED_VERSION } from '../version.ts';
 
 export interface OpenApiOptions {
   readonly modelName: string;
@@ -107,8 +108,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
     openapi: '3.1.0',
     info: {
       title: 'lexembed embedding API',
-      version: '0.8.3',
-      description: `Legal text embeddings with model \`${options.modelName}\`${reranker}. Errors are RFC 7807 problem details; see ${options.docsUrl.replace(/\/+$/, '')}/api-reference/errors.`,
+      version: LEXEMBED_VERSION,
+      'x-interface-version': INTERFACE_VERSION,
+      description: `Legal text embeddings with model \`${options.modelName}\`${reranker}, following version ${INTERFACE_VERSION} of the embedding service interface. Errors are RFC 7807 problem details; see ${options.docsUrl.replace(/\/+$/, '')}/api-reference/errors.`,
     },
     servers: [{ url: '/' }],
     paths,
