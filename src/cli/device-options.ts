@@ -4,16 +4,18 @@ import { SERVER_DEVICES } from '../node/runtime/webgpu/decide.ts';
 import type { OptionSpecs } from './options.ts';
 
 export const DEVICE_OPTIONS = {
-  device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'auto (WebGPU on a hardware adapter, else cpu), webgpu (Dawn + onnxruntime-web; stops if no adapter) or cpu (onnxruntime-node)' },
-  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one)' },
+  device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'auto (WebGPU on a hardware adapter, else cpu), webgpu (stops if no adapter) or cpu (onnxruntime-node)' },
+  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one; implies --webgpu-runtime web)' },
+  'webgpu-runtime': { env: 'LEXEMBED_WEBGPU_RUNTIME', default: 'native', help: "native (onnxruntime-node's own WebGPU provider, on the default adapter; 1.9x the web runtime on lavapipe) or web (onnxruntime-web over the webgpu package's Dawn; any adapter)" },
 } satisfies OptionSpecs;
 
 export const DeviceConfigSchema = z.object({
   device: z.enum(SERVER_DEVICES, { error: 'must be "auto", "webgpu" or "cpu"' }),
   'gpu-adapter': z.string(),
+  'webgpu-runtime': z.enum(['native', 'web'], { error: 'must be "native" or "web"' }),
 });
 
 /** The loadModelFolder options the device flags stand for. */
 export function deviceOptions(config: z.output<typeof DeviceConfigSchema>) {
-  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined };
+  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined, webgpuRuntime: config['webgpu-runtime'] };
 }

@@ -1,4 +1,5 @@
-// The Node GPU path for real: Dawn (the `webgpu` package) + onnxruntime-web's WebGPU build. In CI
+// The Node GPU path for real: onnxruntime-node's own WebGPU provider (the default), and Dawn (the
+// `webgpu` package) + onnxruntime-web's WebGPU build (--webgpu-runtime web). In CI
 // the adapter is Mesa's lavapipe (software Vulkan, installed by .ci/run); with no adapter at all
 // these tests fail with the start-up message, which lists the adapters seen and what to install.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -48,7 +49,16 @@ describe('device choice (pure)', () => {
   });
 });
 
-describeEmbedderConformance('webgpu (Dawn + onnxruntime-web), test model', () => loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu' }), { exactRepeat: false });
+describeEmbedderConformance("webgpu (onnxruntime-node's provider, the default), test model", () => loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu' }), { exactRepeat: false });
+describeEmbedderConformance('webgpu (--webgpu-runtime web: Dawn + onnxruntime-web), test model', () => loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', webgpuRuntime: 'web' }), { exactRepeat: false });
+
+it('the device reason says which WebGPU runtime runs the model', async () => {
+  for (const [runtime, says] of [['native', "onnxruntime-node's WebGPU provider"], ['web', 'onnxruntime-web over Dawn']] as const) {
+    const embedder = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', webgpuRuntime: runtime });
+    expect(embedder.deviceReason).toContain(`(${says})`);
+    await embedder.dispose();
+  }
+}, 120_000);
 
 describe('WebGPU path against the CPU path', () => {
   const pairs: Record<string, { cpu: Embedder; gpu: Embedder }> = {};

@@ -20,12 +20,16 @@ try {
   const requested = data.serverDevice ?? 'cpu';
   if (requested !== 'cpu') gpu = await openWebGPU(data.gpuAdapter);
   const decision = decideServerDevice(requested, gpu, data.gpuAdapter);
-  if (decision.device === 'webgpu') await installOrtWebGPU();
+  // Native: onnxruntime-node's own WebGPU provider (its built-in Dawn) runs the model, so the
+  // `webgpu` package only chose the device. Web: onnxruntime-web's WASM build over that Dawn, the
+  // one way to run on an adapter other than the default, so --gpu-adapter implies it.
+  const web = decision.device === 'webgpu' && (data.webgpuRuntime === 'web' || Boolean(data.gpuAdapter));
+  if (web) await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../../runtime/transformers-backend.ts');
   // Injected execution providers take the place of onnxruntime-node's thread options.
-  const backend = await createTransformersBackend(decision.device === 'webgpu' ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : data);
-  let reason = decision.reason;
+  const backend = await createTransformersBackend(web ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : decision.device === 'webgpu' ? { ...data, device: 'webgpu' } : data);
+  let reason = decision.device === 'webgpu' ? `${decision.reason} (${web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider"})` : decision.reason;
   if (decision.device === 'webgpu' && data.warmupIds?.length) {
     const started = performance.now();
     await backend.run([data.warmupIds]);

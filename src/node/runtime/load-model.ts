@@ -41,6 +41,8 @@ export interface LoadModelOptions {
   readonly device?: ServerDevice;
   /** Picks the WebGPU adapter whose name contains this. */
   readonly gpuAdapter?: string;
+  /** native (default) or web: see InferenceWorkerData.webgpuRuntime. */
+  readonly webgpuRuntime?: 'native' | 'web';
 }
 
 /** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
@@ -75,7 +77,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   }
   const backend = await (options.inference === 'main'
     ? createTransformersBackend(backendOptions)
-    : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter }));
+    : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter, webgpuRuntime: options.webgpuRuntime }));
   return createEmbedder(settings, backend, options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
 }
 

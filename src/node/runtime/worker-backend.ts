@@ -12,6 +12,12 @@ export interface InferenceWorkerData extends TransformersBackendOptions {
   readonly serverDevice?: ServerDevice;
   /** Substring of the WebGPU adapter's name to use (Dawn's adapter= flag). */
   readonly gpuAdapter?: string;
+  /**
+   * How WebGPU runs the model: `native` (default: onnxruntime-node's own WebGPU provider, Dawn
+   * built in, on the default adapter) or `web` (onnxruntime-web's WASM build over the `webgpu`
+   * package's Dawn, on the adapter chosen; the path before onnxruntime-node 1.30).
+   */
+  readonly webgpuRuntime?: 'native' | 'web';
   /** Token ids the worker runs once before it reports ready, on WebGPU only (set by createWorkerBackend). */
   readonly warmupIds?: readonly number[];
 }
