@@ -52,29 +52,34 @@ try {
 } catch (error) {
   console.log(`onnxruntime-node webgpu (native): failed: ${error instanceof Error ? error.message : String(error)}`);
 }
-try {
-  // The same batches of 16 as the direct runs (the server's default budget is a CPU's).
-  const embedder = await loadModelFolder(dir, { device: 'webgpu', limits: { maxBatchSize: 16, maxBatchTokens: 16 * (tokens + 40), maxQueueTokens: 1 << 24, minPaddingEfficiency: 0 } });
-  const started = performance.now();
-  const run = async () => {
-    const r = await embedder.embed({ texts: texts.map((t) => t), task: null, overflowStrategy: 'drop_end', dimensions: null });
-    if (!r.ok) throw new Error(r.problem.detail ?? '');
-    return r.value.vectors;
-  };
-  await run();
-  const first = performance.now() - started;
-  const t = performance.now();
-  for (let r = 0; r < rounds; r++) await run();
-  runs.push({ name: `dawn + onnxruntime-web (today's --device webgpu; ${embedder.backendName})`, first, perSecond: (rounds * n) / ((performance.now() - t) / 1000), vectors: [] });
-  await embedder.dispose();
-} catch (error) {
-  console.log(`dawn + onnxruntime-web: failed: ${error instanceof Error ? error.message : String(error)}`);
+// Through the server's inference worker (its batching, the same batches of 16; the server's
+// default budget is a CPU's), on each WebGPU runtime.
+for (const runtime of ['native', 'web'] as const) {
+  const name = runtime === 'native' ? "worker: onnxruntime-node's WebGPU provider (default)" : 'worker: Dawn + onnxruntime-web (--webgpu-runtime web)';
+  try {
+    const started = performance.now();
+    const embedder = await loadModelFolder(dir, { device: 'webgpu', webgpuRuntime: runtime, limits: { maxBatchSize: 16, maxBatchTokens: 16 * (tokens + 40), maxQueueTokens: 1 << 24, minPaddingEfficiency: 0 } });
+    const run = async () => {
+      const r = await embedder.embed({ texts, task: null, overflowStrategy: 'drop_end', dimensions: null });
+      if (!r.ok) throw new Error(r.problem.detail ?? '');
+      return r.value.vectors;
+    };
+    const vectors = await run();
+    const first = performance.now() - started; // load, warm-up and the first pass
+    const t = performance.now();
+    for (let r = 0; r < rounds; r++) await run();
+    runs.push({ name, first, perSecond: (rounds * n) / ((performance.now() - t) / 1000), vectors: [] });
+    void vectors;
+    await embedder.dispose();
+  } catch (error) {
+    console.log(`${name}: failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 const base = runs[0]!;
 console.log(`model ${dir}; ${n} texts × ${tokens} tokens, batches of 16, ${rounds} timed rounds`);
 for (const r of runs) {
   const cos = r.vectors.length ? Math.min(...r.vectors.map((v, i) => v.reduce((s, x, k) => s + x * base.vectors[i]![k]!, 0))) : NaN;
-  console.log(`${r.name.padEnd(48)} first batch ${r.first.toFixed(0).padStart(6)} ms   ${r.perSecond.toFixed(1).padStart(7)} texts/s (×${(r.perSecond / base.perSecond).toFixed(2)} cpu)   min cosine to cpu ${Number.isNaN(cos) ? '–' : cos.toFixed(5)}`);
+  console.log(`${r.name.padEnd(56)} first ${r.name.startsWith('worker') ? '(load+pass)' : 'batch'} ${r.first.toFixed(0).padStart(6)} ms   ${r.perSecond.toFixed(1).padStart(7)} texts/s (×${(r.perSecond / base.perSecond).toFixed(2)} cpu)   min cosine to cpu ${Number.isNaN(cos) ? '–' : cos.toFixed(5)}`);
 }
 process.exit(0);
