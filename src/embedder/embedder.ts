@@ -76,14 +76,8 @@ export function createEmbedder(
     },
     async embed(input: EmbedInput, options: EmbedOptions = {}): Promise<Result<EmbedOutput>> {
       const prompt = input.task ? settings.prompts[input.task] ?? '' : '';
-      const admitted = admit(input.texts.reduce((n, text) => n + Math.min(maxTokens, estimateTokens(prompt.length + text.length)), 0));
-      if (!admitted.ok) return admitted;
-      const reservation = admitted.value;
-      try {
-        return await embedAdmitted(input, prompt, reservation, options);
-      } finally {
-        reservation.release();
-      }
+      const estimate = input.texts.reduce((n, text) => n + Math.min(maxTokens, estimateTokens(prompt.length + text.length)), 0);
+      return admitted(estimate, (reservation) => embedAdmitted(input, prompt, reservation, options));
     },
     maxChunkTokens,
     chunkText(text, options = {}) {
@@ -144,13 +138,22 @@ export function createEmbedder(
     };
   }
 
-  /** Room in the queue for about `tokens` tokens, held while the request is tokenised; a 503 at once when there is none. */
-  function admit(tokens: number): Result<Reservation> {
+  /**
+   * Runs `work` holding room in the queue for about `tokens` tokens while the request is
+   * tokenised (released when it ends); a 503 at once when there is no room.
+   */
+  async function admitted<T>(tokens: number, work: (reservation: Reservation) => Promise<Result<T>>): Promise<Result<T>> {
+    let reservation: Reservation;
     try {
-      return { ok: true, value: scheduler.reserve(tokens) };
+      reservation = scheduler.reserve(tokens);
     } catch (error) {
       if (error instanceof QueueFullError) return { ok: false, problem: atCapacity(error) };
       throw error;
+    }
+    try {
+      return await work(reservation);
+    } finally {
+      reservation.release();
     }
   }
 
@@ -167,14 +170,7 @@ export function createEmbedder(
     const documentPrompt = settings.prompts['retrieval/document'] ?? '';
     const framing = tokensOfPrompt(documentPrompt);
     const characters = input.texts.reduce((n, text) => n + text.length, input.query.length);
-    const admitted = admit(estimateTokens(characters) + input.texts.length * framing);
-    if (!admitted.ok) return admitted;
-    const reservation = admitted.value;
-    try {
-      return await rerankAdmitted(input, documentPrompt, reservation, options);
-    } finally {
-      reservation.release();
-    }
+    return admitted(estimateTokens(characters) + input.texts.length * framing, (reservation) => rerankAdmitted(input, documentPrompt, reservation, options));
   }
 
   async function rerankAdmitted(input: RerankInput, documentPrompt: string, reservation: Reservation, options: EmbedOptions): Promise<Result<RerankOutput>> {

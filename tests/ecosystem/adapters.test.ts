@@ -2,50 +2,24 @@
 // real `lexembed serve` process through the HTTP client: tasks kept (vectors equal the spec route's
 // with the task), batching to 128, a MemoryVectorStore retrieval, embedMany / embed / rerank, and
 // errors as the frameworks expect them.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { APICallError, NoSuchModelError } from '@ai-sdk/provider';
 import { MemoryVectorStore } from '@langchain/classic/vectorstores/memory';
 import { embed, embedMany, rerank } from 'ai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cosine, MODEL, STATUTES, useKeyedServer } from './fixtures.ts';
 import { createLexembed } from '../../src/adapters/ai-sdk.ts';
 import type { EmbeddingsClient, RerankingsClient } from '../../src/adapters/client-shape.ts';
 import { LexembedEmbeddings } from '../../src/adapters/langchain.ts';
 import { Lexembed } from '../../src/client/index.ts';
 import type { LocalClient } from '../../src/local/client.ts';
-import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { startServe, type ServerProcess } from '../support/cli.ts';
 
 // The in-browser local client has the shape both adapters take (checked by the type checker).
 const localClientFits: (c: LocalClient) => EmbeddingsClient & RerankingsClient = (c) => c;
 void localClientFits;
 
-const MODEL = 'legal-2-embedder';
-const STATUTES = [
-  'A landlord shall return the security deposit to the tenant within 30 days after the tenancy ends, less lawful deductions for unpaid rent and damage.',
-  'No person shall operate a motor vehicle on a highway while the person’s ability to operate it is impaired by alcohol or a drug.',
-  'An employer shall pay an employee overtime at a rate of one and one-half times the regular wage for hours worked in excess of forty in a workweek.',
-  'A will is not valid unless it is in writing and signed at its end by the testator in the presence of two witnesses.',
-];
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let dot = 0;
-  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
-  return dot;
-};
-
-let server: ServerProcess;
-let dataDir: string;
+const server = useKeyedServer();
 let client: Lexembed;
-beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'lexembed-adapters-'));
-  server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', dataDir]);
-  client = new Lexembed({ apiKey: /^(lxk_v1_\S+)$/m.exec(server.output())![1]!, baseURL: `${server.url}/v1` });
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+beforeAll(() => void (client = new Lexembed({ apiKey: server.key, baseURL: `${server.url}/v1` })));
 
 const spec = async (texts: string[], task: 'retrieval/query' | 'retrieval/document' | null) =>
   (await client.embeddings.create({ model: MODEL, texts, task })).embeddings.map((e) => e.embedding);

@@ -2,56 +2,28 @@
 // real `lexembed serve` process: the `openai` client (its default base64 and floats, its typed
 // errors), LangChain's OpenAIEmbeddings in a MemoryVectorStore retrieval, and the AI SDK's
 // OpenAI-compatible provider.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { embedMany } from 'ai';
 import { MemoryVectorStore } from '@langchain/classic/vectorstores/memory';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { startServe, type ServerProcess } from '../support/cli.ts';
+import { describe, expect, it } from 'vitest';
+import { cosine, MODEL, STATUTES, useKeyedServer } from './fixtures.ts';
 
-const MODEL = 'legal-2-embedder';
-const STATUTES = [
-  'A landlord shall return the security deposit to the tenant within 30 days after the tenancy ends, less lawful deductions for unpaid rent and damage.',
-  'No person shall operate a motor vehicle on a highway while the person’s ability to operate it is impaired by alcohol or a drug.',
-  'An employer shall pay an employee overtime at a rate of one and one-half times the regular wage for hours worked in excess of forty in a workweek.',
-  'A will is not valid unless it is in writing and signed at its end by the testator in the presence of two witnesses.',
-];
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let dot = 0;
-  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
-  return dot; // both unit length
-};
-
-let server: ServerProcess;
-let dataDir: string;
-let key: string;
-beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'lexembed-openai-'));
-  server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', dataDir]);
-  key = /^(lxk_v1_\S+)$/m.exec(server.output())![1]!;
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const server = useKeyedServer();
 
 /** The spec route's vectors for the same texts and task, to compare with. */
 async function specVectors(texts: string[], task: string | null = null): Promise<number[][]> {
   const res = await fetch(`${server.url}/v1/embeddings`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
     body: JSON.stringify({ model: MODEL, texts, task }),
   });
   return ((await res.json()) as { embeddings: { embedding: number[] }[] }).embeddings.map((e) => e.embedding);
 }
 
 describe('the openai client', () => {
-  const client = () => new OpenAI({ apiKey: key, baseURL: `${server.url}/openai/v1`, maxRetries: 0 });
+  const client = () => new OpenAI({ apiKey: server.key, baseURL: `${server.url}/openai/v1`, maxRetries: 0 });
 
   it('embeddings.create with its default (it asks for base64 and decodes it) gives the spec route vectors', async () => {
     const res = await client().embeddings.create({ model: MODEL, input: STATUTES });
@@ -90,8 +62,8 @@ describe('the openai client', () => {
 describe("LangChain's OpenAIEmbeddings", () => {
   it('finds the right statute first in a MemoryVectorStore, documents and queries embedded through the aliases', async () => {
     const configuration = { baseURL: `${server.url}/openai/v1` };
-    const documents = new OpenAIEmbeddings({ model: `${MODEL}:document`, apiKey: key, configuration });
-    const queries = new OpenAIEmbeddings({ model: `${MODEL}:query`, apiKey: key, configuration });
+    const documents = new OpenAIEmbeddings({ model: `${MODEL}:document`, apiKey: server.key, configuration });
+    const queries = new OpenAIEmbeddings({ model: `${MODEL}:query`, apiKey: server.key, configuration });
     const store = await MemoryVectorStore.fromTexts(STATUTES, STATUTES.map((_, id) => ({ id })), documents);
     store.embeddings = queries; // similaritySearch embeds the query with the store's embeddings
     const ask = async (q: string) => (await store.similaritySearch(q, 1))[0]!.metadata.id;
@@ -107,7 +79,7 @@ describe("LangChain's OpenAIEmbeddings", () => {
 
 describe("the AI SDK's OpenAI-compatible provider", () => {
   it('embedMany with a base URL and a key gives the spec route vectors, the task from the model alias', async () => {
-    const provider = createOpenAICompatible({ name: 'lexembed', baseURL: `${server.url}/openai/v1`, apiKey: key });
+    const provider = createOpenAICompatible({ name: 'lexembed', baseURL: `${server.url}/openai/v1`, apiKey: server.key });
     const { embeddings, usage } = await embedMany({ model: provider.embeddingModel(`${MODEL}:document`), values: STATUTES });
     const expected = await specVectors(STATUTES, 'retrieval/document');
     embeddings.forEach((e, i) => expect(cosine(e, expected[i]!)).toBeGreaterThanOrEqual(0.999999));
