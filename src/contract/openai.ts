@@ -59,6 +59,8 @@ export function createOpenAIEmbeddingRequestSchema(modelName: string) {
 }
 
 export type OpenAIEmbeddingRequest = z.output<ReturnType<typeof createOpenAIEmbeddingRequestSchema>>;
+/** The request as sent (defaults optional; `input` may be a readonly array). */
+export type OpenAIEmbeddingRequestInput = Omit<z.input<ReturnType<typeof createOpenAIEmbeddingRequestSchema>>, 'input'> & { input: string | readonly string[] };
 
 /** A validated request, in the embedder's terms. */
 export interface OpenAIEmbeddingCall {

@@ -2,11 +2,11 @@
 // and typed errors, computed in this page, worker or edge isolate by transformers.js on
 // onnxruntime-web (WebGPU or WASM). Every asset comes from URLs the application serves.
 import { env } from '@huggingface/transformers';
-import { toProblemDocument, type EmbeddingResponse, type Problem, type RerankResponse, type TokenizeResponse } from '../contract/index.ts';
+import { toProblemDocument, type EmbeddingResponse, type OpenAIEmbeddingRequestInput, type OpenAIEmbeddingResponse, type Problem, type RerankResponse, type TokenizeResponse } from '../contract/index.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
 import { makeAPIError } from '../client/errors.ts';
 import type { EmbeddingCreateParams, RerankingCreateParams, TokenizeCreateParams } from '../client/index.ts';
-import { createEmbeddings, createRerankings, createTokenization, type Outcome } from '../operations/index.ts';
+import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createTokenization, type Outcome } from '../operations/index.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
 import { parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../runtime/transformers-backend.ts';
@@ -33,6 +33,12 @@ export interface LocalClient {
   readonly embeddings: { create(params: EmbeddingCreateParams): Promise<EmbeddingResponse> };
   /** Reranking with the model folder's fit (a 404 APIError where its lexembed.json has none). */
   readonly rerankings: { create(params: RerankingCreateParams): Promise<RerankResponse> };
+  /**
+   * The OpenAI-compatible embeddings of the server's POST /openai/v1/embeddings (input, model or
+   * its :query/:document alias, input_type, encoding_format, dimensions), for code written
+   * against OpenAI's shape; problems are thrown as this client's typed errors.
+   */
+  readonly openai: { readonly embeddings: { create(params: OpenAIEmbeddingRequestInput): Promise<OpenAIEmbeddingResponse> } };
   /** Token counts (and offsets) as the server's POST /v1/tokenize answers them. */
   readonly tokenize: { create(params: TokenizeCreateParams): Promise<TokenizeResponse> };
   /**
@@ -64,6 +70,7 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
     embeddings: { create: (params) => run(createEmbeddings, params) },
     rerankings: { create: (params) => run(createRerankings, params) },
     tokenize: { create: (params) => run(createTokenization, params) },
+    openai: { embeddings: { create: (params) => run(createOpenAIEmbeddings, params) } },
     async chunkText(text, chunkOptions) {
       const { embedder } = await loading;
       const chunks = embedder.chunkText(text, chunkOptions);

@@ -81,6 +81,24 @@ test('the in-page client gives the Node server\'s vectors and the same typed err
   expect(dims).toMatchObject({ name: 'BadRequestError', title: 'Unsupported embedding dimension error' });
 });
 
+test('the in-page client answers OpenAI-shaped requests: base64 decodes to its own vectors for the same task, and refusals are typed errors', async ({ page }) => {
+  await offline(page);
+  await page.goto('/?device=wasm');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  const openai = (params: unknown) => page.evaluate((p) => (window as any).lexembed.openai(p), params);
+  const b64 = await openai({ model: 'legal-2-embedder:document', input: PARITY_TEXTS, encoding_format: 'base64' });
+  expect(b64.type, JSON.stringify(b64)).toBe('created');
+  expect(b64.response).toMatchObject({ object: 'list', model: 'legal-2-embedder:document' });
+  const spec = await create(page, { model: 'legal-2-embedder', texts: PARITY_TEXTS, task: 'retrieval/document' });
+  b64.response.data.forEach((d: { embedding: string }, i: number) => {
+    const bytes = Buffer.from(d.embedding, 'base64');
+    const decoded = Array.from({ length: bytes.length / 4 }, (_, k) => bytes.readFloatLE(k * 4));
+    expect(cosine(decoded, spec.response.embeddings[i].embedding)).toBeGreaterThanOrEqual(0.999999);
+  });
+  const bad = await openai({ model: 'legal-2-embedder', input: [[1, 2]] });
+  expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, detail: expect.stringMatching(/^input as token ids is not supported/) });
+});
+
 test('the in-page client reranks with the Node server\'s scores, and refuses what the server refuses', async ({ page }) => {
   await offline(page);
   await page.goto('/?device=wasm');

@@ -274,6 +274,12 @@ $('apply').addEventListener('click', () => start(currentMode()));
       waiting.set(id, (m) => resolve(m));
       post({ type: 'create', id, params });
     }),
+  openai: (params: unknown) =>
+    new Promise((resolve) => {
+      const id = nextId++;
+      waiting.set(id, (m) => resolve(m));
+      post({ type: 'openai', id, params });
+    }),
   rerank: (params: unknown) =>
     new Promise((resolve) => {
       const id = nextId++;

@@ -8,6 +8,8 @@ export type ToWorker =
   | { type: 'create'; id: number; params: unknown }
   /** A reranking request through the same client (used by the browser tests). */
   | { type: 'rerank'; id: number; params: unknown }
+  /** An OpenAI-shaped embeddings request through the in-page client (used by the browser tests). */
+  | { type: 'openai'; id: number; params: unknown }
   /** Cut a long document into token windows with the in-page model's tokenizer. */
   | { type: 'chunk'; id: number; text: string; size: number; overlap: number };
 

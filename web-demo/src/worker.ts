@@ -53,6 +53,10 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
       const chunks = await local.chunkText(message.text, { size: message.size, overlap: message.overlap });
       return post({ type: 'chunked', id: message.id, chunks });
     }
+    if (message.type === 'openai') {
+      if (!local) throw new Error('the OpenAI-shaped call runs on the in-page client');
+      return post({ type: 'created', id: message.id, response: await local.openai.embeddings.create(message.params as Parameters<typeof local.openai.embeddings.create>[0]) });
+    }
     if (message.type === 'rerank') {
       const response = await client.rerankings.create(message.params as Parameters<Lexembed['rerankings']['create']>[0]);
       return post({ type: 'created', id: message.id, response });
