@@ -5,7 +5,7 @@ import type { OptionSpecs } from './options.ts';
 
 export const DEVICE_OPTIONS = {
   device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'auto (WebGPU on a hardware adapter, else cpu), webgpu (stops if no adapter) or cpu (onnxruntime-node)' },
-  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one; implies --webgpu-runtime web)' },
+  'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one; a non-default one implies --webgpu-runtime web)' },
   'webgpu-runtime': { env: 'LEXEMBED_WEBGPU_RUNTIME', default: 'native', help: "native (onnxruntime-node's own WebGPU provider, on the default adapter; 1.9x the web runtime on lavapipe) or web (onnxruntime-web over the webgpu package's Dawn; any adapter)" },
 } satisfies OptionSpecs;
 

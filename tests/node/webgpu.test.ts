@@ -52,10 +52,15 @@ describe('device choice (pure)', () => {
 describeEmbedderConformance("webgpu (onnxruntime-node's provider, the default), test model", () => loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu' }), { exactRepeat: false });
 describeEmbedderConformance('webgpu (--webgpu-runtime web: Dawn + onnxruntime-web), test model', () => loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', webgpuRuntime: 'web' }), { exactRepeat: false });
 
-it('the device reason says which WebGPU runtime runs the model', async () => {
-  for (const [runtime, says] of [['native', "onnxruntime-node's WebGPU provider"], ['web', 'onnxruntime-web over Dawn']] as const) {
-    const embedder = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', webgpuRuntime: runtime });
-    expect(embedder.deviceReason).toContain(`(${says})`);
+it('the device reason says which WebGPU runtime runs the model; --gpu-adapter naming the default adapter keeps the native one', async () => {
+  const cases = [
+    [{ webgpuRuntime: 'native' }, "onnxruntime-node's WebGPU provider"],
+    [{ webgpuRuntime: 'web' }, 'onnxruntime-web over Dawn'],
+    [{ gpuAdapter: 'llvmpipe' }, "onnxruntime-node's WebGPU provider"], // lavapipe is the only, so the default, adapter here
+  ] as const;
+  for (const [options, says] of cases) {
+    const embedder = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', ...options });
+    expect(embedder.deviceReason, JSON.stringify(options)).toContain(`(${says})`);
     await embedder.dispose();
   }
 }, 120_000);

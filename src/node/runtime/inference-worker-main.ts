@@ -20,10 +20,19 @@ try {
   const requested = data.serverDevice ?? 'cpu';
   if (requested !== 'cpu') gpu = await openWebGPU(data.gpuAdapter);
   const decision = decideServerDevice(requested, gpu, data.gpuAdapter);
-  // Native: onnxruntime-node's own WebGPU provider (its built-in Dawn) runs the model, so the
-  // `webgpu` package only chose the device. Web: onnxruntime-web's WASM build over that Dawn, the
-  // one way to run on an adapter other than the default, so --gpu-adapter implies it.
-  const web = decision.device === 'webgpu' && (data.webgpuRuntime === 'web' || Boolean(data.gpuAdapter));
+  // Native: onnxruntime-node's own WebGPU provider (its built-in Dawn) runs the model on the
+  // default adapter, so the `webgpu` package only chose the device. Web: onnxruntime-web's WASM
+  // build over that Dawn, the one way onto another adapter: --gpu-adapter naming a non-default one
+  // implies it.
+  let web = decision.device === 'webgpu' && data.webgpuRuntime === 'web';
+  if (decision.device === 'webgpu' && !web && data.gpuAdapter) {
+    gpu?.release();
+    const unflagged = await openWebGPU();
+    const defaultAdapter = unflagged.adapters[0]?.name;
+    unflagged.release();
+    web = decision.adapter?.name !== defaultAdapter;
+    gpu = web ? await openWebGPU(data.gpuAdapter) : null;
+  }
   if (web) await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../../runtime/transformers-backend.ts');
