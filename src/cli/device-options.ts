@@ -1,21 +1,27 @@
 // Options that choose where a local model runs (src/node/runtime/webgpu/), shared by serve and embed.
 import { z } from 'zod';
-import { SERVER_DEVICES } from '../node/runtime/webgpu/decide.ts';
+import { GPU_DTYPES, SERVER_DEVICES } from '../node/runtime/webgpu/decide.ts';
 import type { OptionSpecs } from './options.ts';
 
 export const DEVICE_OPTIONS = {
   device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'auto (WebGPU on a hardware adapter, else cpu), webgpu (stops if no adapter) or cpu (onnxruntime-node)' },
   'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one; a non-default one implies --webgpu-runtime web)' },
   'webgpu-runtime': { env: 'LEXEMBED_WEBGPU_RUNTIME', default: 'native', help: "native (onnxruntime-node's own WebGPU provider, on the default adapter; 1.9x the web runtime on lavapipe) or web (onnxruntime-web over the webgpu package's Dawn; any adapter)" },
+  dtype: {
+    env: 'LEXEMBED_DTYPE',
+    default: 'auto',
+    help: 'precision on WebGPU: auto (fp16 where the adapter has shader-f16 and the model folder has onnx/model_fp16.onnx, made by model/make_fp16.py; else fp32), fp16 (stops if it cannot be had) or fp32; the cpu path runs fp32',
+  },
 } satisfies OptionSpecs;
 
 export const DeviceConfigSchema = z.object({
   device: z.enum(SERVER_DEVICES, { error: 'must be "auto", "webgpu" or "cpu"' }),
   'gpu-adapter': z.string(),
   'webgpu-runtime': z.enum(['native', 'web'], { error: 'must be "native" or "web"' }),
+  dtype: z.enum(GPU_DTYPES, { error: 'must be "auto", "fp32" or "fp16"' }),
 });
 
 /** The loadModelFolder options the device flags stand for. */
 export function deviceOptions(config: z.output<typeof DeviceConfigSchema>) {
-  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined, webgpuRuntime: config['webgpu-runtime'] };
+  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined, webgpuRuntime: config['webgpu-runtime'], gpuDtype: config.dtype };
 }

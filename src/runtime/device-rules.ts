@@ -8,6 +8,8 @@ export interface AdapterReport {
   readonly name: string;
   /** A software (CPU-emulated) adapter: lavapipe, SwiftShader. */
   readonly fallback: boolean;
+  /** The WebGPU features it offers (e.g. shader-f16), where the runtime reports them. */
+  readonly features?: readonly string[];
 }
 
 /** What a runtime saw when it asked for WebGPU adapters. */

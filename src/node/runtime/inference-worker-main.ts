@@ -5,7 +5,9 @@
 // main thread (tokenising on onnxruntime-node's transformers.js) cannot do.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
-import { decideServerDevice } from './webgpu/decide.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { decideGpuDtype, decideServerDevice, FP16_MODEL_FILE } from './webgpu/decide.ts';
 import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
 import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
 import { messageOf } from '../../util/message-of.ts';
@@ -33,12 +35,21 @@ try {
     web = decision.adapter?.name !== defaultAdapter;
     gpu = web ? await openWebGPU(data.gpuAdapter) : null;
   }
+  const precision = decideGpuDtype(data.gpuDtype ?? 'auto', {
+    device: decision.device,
+    runtime: web ? 'web' : 'native',
+    adapter: decision.adapter,
+    modelDtype: data.settings.dtype,
+    hasFp16File: existsSync(join(data.localModelPath, data.modelId, FP16_MODEL_FILE)),
+    folder: join(data.localModelPath, data.modelId),
+  });
   if (web) await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../../runtime/transformers-backend.ts');
+  const options = { ...data, settings: { ...data.settings, dtype: precision.dtype as typeof data.settings.dtype } };
   // Injected execution providers take the place of onnxruntime-node's thread options.
-  const backend = await createTransformersBackend(web ? { ...data, device: 'webgpu', executionProviders: ['webgpu'] } : decision.device === 'webgpu' ? { ...data, device: 'webgpu' } : data);
-  let reason = decision.device === 'webgpu' ? `${decision.reason} (${web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider"})` : decision.reason;
+  const backend = await createTransformersBackend(web ? { ...options, device: 'webgpu', executionProviders: ['webgpu'] } : decision.device === 'webgpu' ? { ...options, device: 'webgpu' } : options);
+  let reason = decision.device === 'webgpu' ? `${decision.reason} (${web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider"}); ${precision.reason}` : decision.reason;
   if (decision.device === 'webgpu' && data.warmupIds?.length) {
     const started = performance.now();
     await backend.run([data.warmupIds]);

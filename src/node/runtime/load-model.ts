@@ -9,7 +9,7 @@ import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
 import { createTransformersBackend } from '../../runtime/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../../embedder/types.ts';
-import type { ServerDevice } from './webgpu/decide.ts';
+import { decideGpuDtype, FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
 import { messageOf } from '../../util/message-of.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -43,6 +43,8 @@ export interface LoadModelOptions {
   readonly gpuAdapter?: string;
   /** native (default) or web: see InferenceWorkerData.webgpuRuntime. */
   readonly webgpuRuntime?: 'native' | 'web';
+  /** The model's precision on WebGPU: auto (default), fp32 or fp16 (see decideGpuDtype). */
+  readonly gpuDtype?: GpuDtype;
 }
 
 /** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
@@ -75,9 +77,13 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   if (options.inference === 'main' && device === 'webgpu') {
     throw new Error('--device webgpu runs the model in the inference worker thread; use --inference worker (the default) with it');
   }
+  if (options.inference === 'main') {
+    // The main thread runs onnxruntime-node's CPU provider: fp16 is refused with the reason.
+    decideGpuDtype(options.gpuDtype ?? 'auto', { device: 'cpu', runtime: 'native', modelDtype: settings.dtype, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder });
+  }
   const backend = await (options.inference === 'main'
     ? createTransformersBackend(backendOptions)
-    : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter, webgpuRuntime: options.webgpuRuntime }));
+    : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter, webgpuRuntime: options.webgpuRuntime, gpuDtype: options.gpuDtype }));
   return createEmbedder(settings, backend, options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
 }
 

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import type { TransformersBackendOptions } from '../../runtime/transformers-backend.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
-import type { ServerDevice } from './webgpu/decide.ts';
+import type { GpuDtype, ServerDevice } from './webgpu/decide.ts';
 import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';
 
 export interface InferenceWorkerData extends TransformersBackendOptions {
@@ -18,6 +18,8 @@ export interface InferenceWorkerData extends TransformersBackendOptions {
    * package's Dawn, on the adapter chosen; the path before onnxruntime-node 1.30).
    */
   readonly webgpuRuntime?: 'native' | 'web';
+  /** The model's precision on WebGPU (--dtype): auto, fp32 or fp16; see decideGpuDtype. */
+  readonly gpuDtype?: GpuDtype;
   /** Token ids the worker runs once before it reports ready, on WebGPU only (set by createWorkerBackend). */
   readonly warmupIds?: readonly number[];
 }

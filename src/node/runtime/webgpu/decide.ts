@@ -1,6 +1,6 @@
 // The server's device choice: what --device accepts, and the shared rules of
 // src/embedder/device.ts applied to the adapters Dawn offered (cpu = onnxruntime-node).
-import { decideDevice, type DeviceDecision as SharedDecision } from '../../../runtime/device-rules.ts';
+import { decideDevice, type AdapterReport, type DeviceDecision as SharedDecision } from '../../../runtime/device-rules.ts';
 import type { WebGPUHandle } from './detect.ts';
 
 export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;
@@ -24,4 +24,52 @@ export function decideServerDevice(requested: ServerDevice, handle: Pick<WebGPUH
     cpuName: 'onnxruntime-node',
     noAdapterError: (seen, errors) => new Error(`--device webgpu: no WebGPU adapter${wanted} is usable. Adapters seen: ${seen}.${errors} Install: ${WEBGPU_INSTALL_HINT}.`),
   });
+}
+
+export const GPU_DTYPES = ['auto', 'fp32', 'fp16'] as const;
+export type GpuDtype = (typeof GPU_DTYPES)[number];
+/** The float16 graph beside onnx/model.onnx (transformers.js's name for dtype fp16). */
+export const FP16_MODEL_FILE = 'onnx/model_fp16.onnx';
+
+export interface DtypeFacts {
+  /** Where the model runs (the device decision). */
+  readonly device: 'webgpu' | 'cpu';
+  /** Which WebGPU runtime runs it. */
+  readonly runtime: 'native' | 'web';
+  readonly adapter?: AdapterReport;
+  /** The model folder's own dtype (lexembed.json): only an fp32 model has an fp16 sibling. */
+  readonly modelDtype: string;
+  /** Whether the folder has onnx/model_fp16.onnx. */
+  readonly hasFp16File: boolean;
+  /** The folder, for the message that says how to make the file. */
+  readonly folder: string;
+}
+
+/**
+ * The model's precision (--dtype): fp16 runs on onnxruntime-node's WebGPU provider when the adapter
+ * has `shader-f16` and the folder has onnx/model_fp16.onnx (model/make_fp16.py); auto takes it
+ * then and says why not otherwise; an explicit fp16 that cannot be had stops start-up with the reason.
+ */
+export function decideGpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype: string; reason: string } {
+  const make = `make it with: python3 model/make_fp16.py ${facts.folder} (numpy and onnx)`;
+  const missing =
+    facts.device !== 'webgpu'
+      ? 'the model runs on cpu, where fp16 is slower than fp32'
+      : facts.runtime !== 'native'
+        ? "the web runtime's fp16 is untested; fp16 runs on onnxruntime-node's WebGPU provider (--webgpu-runtime native)"
+        : !facts.adapter?.features?.includes('shader-f16')
+          ? `the adapter (${facts.adapter?.name ?? 'unknown'}) does not offer shader-f16`
+          : facts.modelDtype !== 'fp32'
+            ? `the model is ${facts.modelDtype} (lexembed.json), not fp32`
+            : !facts.hasFp16File
+              ? `the model folder has no ${FP16_MODEL_FILE} (${make})`
+              : undefined;
+  if (requested === 'fp16') {
+    if (missing) throw new Error(`--dtype fp16: ${missing}`);
+    return { dtype: 'fp16', reason: `dtype fp16 (${FP16_MODEL_FILE}) was requested` };
+  }
+  if (requested === 'fp32' || facts.device !== 'webgpu') return { dtype: facts.modelDtype, reason: requested === 'fp32' ? 'dtype fp32 was requested' : `dtype ${facts.modelDtype}` };
+  return missing
+    ? { dtype: facts.modelDtype, reason: `dtype ${facts.modelDtype} (auto: not fp16 because ${missing})` }
+    : { dtype: 'fp16', reason: `dtype fp16 (auto: the adapter offers shader-f16 and the folder has ${FP16_MODEL_FILE})` };
 }

@@ -14,6 +14,7 @@ export type { AdapterReport } from '../../../runtime/device-rules.ts';
 interface GpuAdapterLike {
   readonly info?: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };
   readonly isFallbackAdapter?: boolean;
+  readonly features?: Iterable<string>;
 }
 interface GpuLike {
   requestAdapter(options?: Record<string, unknown>): Promise<GpuAdapterLike | null>;
@@ -30,7 +31,7 @@ export interface WebGPUHandle {
 function describeAdapter(adapter: GpuAdapterLike): AdapterReport {
   const info = adapter.info ?? {};
   const name = [info.vendor, info.architecture, info.description || info.device].filter(Boolean).join(' ').trim() || 'unnamed adapter';
-  return { name, fallback: info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false };
+  return { name, fallback: info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false, features: [...(adapter.features ?? [])].sort() };
 }
 
 /**

@@ -1,0 +1,119 @@
+// fp16 on WebGPU for real: model/make_fp16.py converts the model folders (numpy + onnx), and
+// onnxruntime-node's WebGPU provider runs the result on Mesa's lavapipe, which offers shader-f16.
+// --dtype auto takes fp16 there; vectors stay within cosine 0.999 of the CPU path's fp32.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Embedder, EmbedInput } from '../../src/embedder/types.ts';
+import { BUNDLED_MODEL_DIR, loadModelFolder, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { decideGpuDtype, type DtypeFacts } from '../../src/node/runtime/webgpu/decide.ts';
+import { describeEmbedderConformance } from '../embedder/conformance.ts';
+import { pythonWithOnnx } from '../support/python.ts';
+
+const python = pythonWithOnnx();
+const work = mkdtempSync(join(tmpdir(), 'lexembed-fp16-'));
+const folders: Record<string, string> = {};
+for (const dir of [TEST_MODEL_DIR, BUNDLED_MODEL_DIR]) {
+  const copy = join(work, basename(dir));
+  cpSync(dir, copy, { recursive: true });
+  execFileSync(python, ['model/make_fp16.py', copy]);
+  folders[basename(dir)] = copy;
+}
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const input = (texts: string[]): EmbedInput => ({ texts, task: 'retrieval/document', overflowStrategy: 'drop_end', dimensions: null });
+const TEXTS = [
+  'The lessee shall pay the rent on the first day of each month.',
+  'Limitation period',
+  'Every person who contravenes section 12 is guilty of an offence punishable on summary conviction.',
+  Array.from({ length: 300 }, (_, i) => `subsection${i % 11}`).join(' '),
+];
+
+describe('model/make_fp16.py', () => {
+  const inspect = (file: string) =>
+    JSON.parse(
+      execFileSync(python, [
+        '-c',
+        `import json, onnx; m = onnx.load(${JSON.stringify(file)}); g = m.graph
+print(json.dumps({"initializers": sorted({onnx.TensorProto.DataType.Name(t.data_type) for t in g.initializer}),
+  "inputs": [onnx.TensorProto.DataType.Name(i.type.tensor_type.elem_type) for i in g.input],
+  "outputs": [(o.name, onnx.TensorProto.DataType.Name(o.type.tensor_type.elem_type)) for o in g.output]}))`,
+      ]).toString(),
+    );
+
+  it('turns every float weight into float16 and keeps the float32 interface', () => {
+    const before = inspect(join(BUNDLED_MODEL_DIR, 'onnx', 'model.onnx'));
+    const after = inspect(join(folders['legal-2-embedder']!, 'onnx', 'model_fp16.onnx'));
+    expect(before.initializers).toContain('FLOAT');
+    expect(after.initializers).not.toContain('FLOAT');
+    expect(after.initializers).toContain('FLOAT16');
+    expect(after.inputs).toEqual(before.inputs);
+    expect(after.outputs).toEqual([['last_hidden_state', 'FLOAT']]);
+  });
+
+  it('refuses a graph float16 does not suit, and a folder that is not a model folder, saying why', () => {
+    const bad = join(work, 'bad');
+    execFileSync(python, [
+      '-c',
+      `import os, onnx; from onnx import helper, TensorProto as T
+os.makedirs(${JSON.stringify(join(bad, 'onnx'))})
+g = helper.make_graph([helper.make_node('Range', ['a', 'b', 'c'], ['y'])], 'g',
+  [helper.make_tensor_value_info(n, T.FLOAT, []) for n in 'abc'], [helper.make_tensor_value_info('y', T.FLOAT, [None])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 14)]), ${JSON.stringify(join(bad, 'onnx', 'model.onnx'))})`,
+    ]);
+    const refused = spawnSync(python, ['model/make_fp16.py', bad], { encoding: 'utf8' });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/Range.*takes float inputs, which float16 does not suit; not converted/);
+    const notFolder = spawnSync(python, ['model/make_fp16.py', work], { encoding: 'utf8' });
+    expect(notFolder.status).toBe(2);
+    expect(notFolder.stderr).toContain('onnx/model.onnx does not exist: MODEL_DIR must be a model folder');
+  });
+});
+
+describe('--dtype decision (pure)', () => {
+  const nvidia = { name: 'nvidia hopper NVIDIA H100', fallback: false, features: ['shader-f16', 'subgroups'] };
+  const facts: DtypeFacts = { device: 'webgpu', runtime: 'native', adapter: nvidia, modelDtype: 'fp32', hasFp16File: true, folder: 'models/m' };
+
+  it('auto takes fp16 only when the adapter, the runtime, the model and the file all allow it, and says what was missing', () => {
+    expect(decideGpuDtype('auto', facts)).toEqual({ dtype: 'fp16', reason: 'dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx)' });
+    expect(decideGpuDtype('auto', { ...facts, adapter: { ...nvidia, features: ['subgroups'] } }).reason).toMatch(/fp32 \(auto: not fp16 because the adapter \(nvidia hopper NVIDIA H100\) does not offer shader-f16\)/);
+    expect(decideGpuDtype('auto', { ...facts, hasFp16File: false }).reason).toContain('make it with: python3 model/make_fp16.py models/m');
+    expect(decideGpuDtype('auto', { ...facts, runtime: 'web' }).dtype).toBe('fp32');
+    expect(decideGpuDtype('auto', { ...facts, modelDtype: 'q8' })).toMatchObject({ dtype: 'q8' });
+    expect(decideGpuDtype('auto', { ...facts, device: 'cpu' })).toEqual({ dtype: 'fp32', reason: 'dtype fp32' });
+    expect(decideGpuDtype('fp32', facts).dtype).toBe('fp32');
+  });
+
+  it('an explicit fp16 that cannot be had throws the reason', () => {
+    expect(() => decideGpuDtype('fp16', { ...facts, device: 'cpu' })).toThrow('--dtype fp16: the model runs on cpu, where fp16 is slower than fp32');
+    expect(() => decideGpuDtype('fp16', { ...facts, adapter: undefined })).toThrow(/does not offer shader-f16/);
+  });
+});
+
+describeEmbedderConformance('webgpu fp16 (onnxruntime-node provider, --dtype fp16), test model', () => loadModelFolder(folders['test-tiny']!, { device: 'webgpu', gpuDtype: 'fp16' }), { exactRepeat: false });
+
+describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
+  let cpu: Embedder;
+  let gpu: Embedder;
+  beforeAll(async () => {
+    [cpu, gpu] = await Promise.all([loadModelFolder(BUNDLED_MODEL_DIR, { device: 'cpu' }), loadModelFolder(folders['legal-2-embedder']!, { device: 'webgpu' })]);
+  }, 180_000);
+  afterAll(async () => Promise.all([cpu?.dispose(), gpu?.dispose()]));
+
+  it('--dtype auto takes fp16 on lavapipe (shader-f16) and says so', () => {
+    expect(gpu.deviceReason).toContain('dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx)');
+  });
+
+  it('gives the CPU path\'s vectors within cosine 0.999, and the same usage', async () => {
+    const [a, b] = [await cpu.embed(input(TEXTS)), await gpu.embed(input(TEXTS))];
+    if (!a.ok || !b.ok) throw new Error('embed failed');
+    expect(b.value.usage).toEqual(a.value.usage);
+    a.value.vectors.forEach((v, i) => expect(v.reduce((s, x, k) => s + x * b.value.vectors[i]![k]!, 0)).toBeGreaterThanOrEqual(0.999));
+  }, 120_000);
+
+  it('--dtype fp16 on a folder without model_fp16.onnx stops start-up, saying how to make it', async () => {
+    await expect(loadModelFolder(BUNDLED_MODEL_DIR, { device: 'webgpu', gpuDtype: 'fp16' })).rejects.toThrow(/--dtype fp16: the model folder has no onnx\/model_fp16\.onnx \(make it with: python3 model\/make_fp16\.py .*legal-2-embedder/);
+  }, 120_000);
+});
