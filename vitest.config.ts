@@ -13,6 +13,7 @@ const UNIT = [
   'tests/http/**/*.test.ts',
   'tests/proxy/proxy-app.test.ts',
   'tests/embedder/**/*.test.ts',
+  'tests/runtime/**/*.test.ts',
   'tests/client/**/*.test.ts',
 ];
 

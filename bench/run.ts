@@ -7,7 +7,7 @@
 // With --devices cpu,webgpu, (b) and (c) also run on the WebGPU path (src/node/runtime/webgpu/) beside
 // onnxruntime-node, on the same texts.
 // Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive]
-//        [--devices cpu,webgpu] [--gpu-adapter NVIDIA] [--webgpu-max-batch-tokens 8192]
+//        [--devices cpu,webgpu] [--gpu-adapter NVIDIA] [--webgpu-max-batch-tokens auto|N]
 import autocannon from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -34,7 +34,7 @@ const { values } = parseArgs({
     'max-batch-tokens': { type: 'string', default: '512' },
     devices: { type: 'string', default: 'cpu' },
     'gpu-adapter': { type: 'string', default: '' },
-    'webgpu-max-batch-tokens': { type: 'string', default: '8192' },
+    'webgpu-max-batch-tokens': { type: 'string', default: 'auto' },
     json: { type: 'string', default: join(PROJECT_ROOT, 'bench-results', 'bench.json') },
   },
 });
@@ -51,7 +51,10 @@ const maxBatchTokens = Number(values['max-batch-tokens']);
 const devices = values.devices!.split(',').map((d) => d.trim());
 for (const d of devices) if (d !== 'cpu' && d !== 'webgpu') (console.error(`--devices: "${d}" is not cpu or webgpu`), process.exit(2));
 const gpuAdapter = values['gpu-adapter'] || undefined;
-const batchTokensFor = (device: string) => (device === 'webgpu' ? Number(values['webgpu-max-batch-tokens']) : maxBatchTokens);
+const webgpuBatchTokens = values['webgpu-max-batch-tokens'] === 'auto' ? 'auto' : Number(values['webgpu-max-batch-tokens']);
+if (webgpuBatchTokens !== 'auto' && !(Number.isInteger(webgpuBatchTokens) && webgpuBatchTokens > 0)) (console.error('--webgpu-max-batch-tokens: must be auto or a positive integer'), process.exit(2));
+// auto: measured on the GPU at load (src/runtime/batch-budget.ts), as `lexembed serve` does by default.
+const batchTokensFor = (device: string) => (device === 'webgpu' ? webgpuBatchTokens : maxBatchTokens);
 const serverArgs = (device: string) => [
   '--inference', values.inference!, '--threads', String(threads), '--max-batch-tokens', String(batchTokensFor(device)),
   '--device', device, ...(gpuAdapter ? ['--gpu-adapter', gpuAdapter] : []),
@@ -92,7 +95,14 @@ const embedders = new Map<string, Awaited<ReturnType<typeof loadModelFolder>>>()
 const startup: Record<string, { load_ms: number; first_batch_ms: number; gpu_mem_mb?: number }> = {};
 for (const device of devices) {
   const t0 = performance.now();
-  const e = await loadModelFolder(modelDir, { threads, device: device as 'cpu', gpuAdapter, limits: { maxBatchSize: 64, maxBatchTokens: batchTokensFor(device), maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 } });
+  const budget = batchTokensFor(device);
+  const e = await loadModelFolder(modelDir, {
+    threads,
+    device: device as 'cpu',
+    gpuAdapter,
+    limits: { maxBatchSize: 64, maxBatchTokens: budget === 'auto' ? maxBatchTokens : budget, maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 },
+    autoBatch: { tokens: budget === 'auto', size: budget === 'auto' },
+  });
   const t1 = performance.now();
   // First-batch latency: one short text right after load (WebGPU compiles its pipelines here).
   await embedOrThrow(e, ['The lessee shall pay rent monthly in advance.']);

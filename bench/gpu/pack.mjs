@@ -55,7 +55,7 @@ if (process.platform !== 'linux' || process.arch !== 'x64') fail(`the kit is for
 // optional ones (webgpu); and what bench/run.ts adds (transformers.js brings onnxruntime-node and -web).
 const rootPkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const ROOTS = [...Object.keys({ ...rootPkg.dependencies, ...rootPkg.optionalDependencies }), 'autocannon'];
-const REPO_PATHS = ['package.json', 'bin', 'LICENSE'];
+const REPO_PATHS = ['package.json', 'bin', 'LICENSE', 'model/make_fp16.py'];
 // transformers.js imports sharp (and its 19 MB libvips) at load for image inputs; text never needs it.
 const STUBS = { sharp: "export default function sharp() {\n  throw new Error('sharp is not in the lexembed GPU kit: lexembed reads text, not images');\n}\n" };
 // Kept out of the kit: binaries for other platforms, unused onnxruntime-web builds, debugging aids.
@@ -63,7 +63,10 @@ const DROP = [
   /^node_modules\/onnxruntime-node\/bin\/napi-v\d+\/(darwin|win32|linux\/arm64)(\/|$)/,
   /^node_modules\/webgpu\/dist\/(?!linux-x64\/)[^/]/,
   /^node_modules\/webgpu\/build\//,
-  /^node_modules\/onnxruntime-web\/dist\/(?!ort-wasm-simd-threaded\.asyncify\.(mjs|wasm)$|ort\.webgpu(\.bundle)?\.min\.mjs$|ort\.node\.min\.mjs$)[^/]/,
+  // The kit runs onnxruntime-node's own WebGPU provider (the default --webgpu-runtime native):
+  // onnxruntime-web (its 26 MB asyncify wasm) serves only --webgpu-runtime web, which the kit does
+  // not run; transformers.js carries its own bundled copy of onnxruntime-web's JavaScript.
+  /^node_modules\/onnxruntime-web\//,
   /^node_modules\/@huggingface\/transformers\/dist\/(?!transformers\.node\.mjs$)[^/]/,
   /\.(map|d\.ts|d\.mts|d\.cts|md|markdown)$/i,
   /^node_modules\/[^/]+(\/[^/]+)?\/(docs?|examples?|\.github)\//,
@@ -78,7 +81,11 @@ rmSync(stage, { recursive: true, force: true });
 mkdirSync(kit, { recursive: true });
 
 // 1. The checkout built to JavaScript, and the models.
-for (const p of REPO_PATHS) if (existsSync(join(ROOT, p))) cpSync(join(ROOT, p), join(kit, p), { recursive: true });
+for (const p of REPO_PATHS) {
+  if (!existsSync(join(ROOT, p))) continue;
+  mkdirSync(dirname(join(kit, p)), { recursive: true });
+  cpSync(join(ROOT, p), join(kit, p), { recursive: true });
+}
 // dist/ as `npm run build` compiles it (tsconfig.build.json), written straight into the kit so the
 // checkout's dist/ is left alone; the JavaScript needs none of build.mjs's declaration rewriting.
 execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(kit, 'dist'), '--declaration', 'false'], { stdio: 'inherit' });

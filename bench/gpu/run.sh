@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs lexembed's GPU benchmark: the WebGPU path beside the CPU path (npm run bench) and PyTorch on
+# Runs lexembed's GPU benchmark: the WebGPU path (onnxruntime-node's own WebGPU provider, fp16 where
+# the adapter offers shader-f16, batch budget measured at load) beside the CPU path (npm run bench) and PyTorch on
 # the same card with the same weights and token sequences (bench/gpu/torch_anchor.py), per model.
 # Works from an unpacked kit (bench/gpu/pack.mjs: its own Node, node_modules and Vulkan loader) or
 # from a checkout with npm ci done. Needs no network. See bench/gpu/README.md.
@@ -19,14 +20,17 @@ Usage: bench/gpu/run.sh [options]
   --duration <s>         seconds per server load run (default: 5)
   --dtype <t>            PyTorch's dtype: fp16, bf16 or fp32 (default: fp16)
   --torch-device <d>     cuda or cpu (default: cuda when PyTorch sees one, else cpu)
-  --webgpu-max-batch-tokens <n>   padded tokens per WebGPU batch (default: 8192)
+  --webgpu-max-batch-tokens <n>   padded tokens per WebGPU batch, or auto (default: measured on the
+                         GPU at load, as lexembed serve does; PyTorch then batches 8192)
+  --no-fp16              keep WebGPU in fp32 (default: model/make_fp16.py writes onnx/model_fp16.onnx
+                         for each model, and --dtype auto runs it where the adapter has shader-f16)
   --no-torch             skip the PyTorch anchor
   --help                 this text
 EOF
 }
 
 OUT=gpu-results ADAPTER=NVIDIA MODELS= MODELS_DIR=
-WORKLOADS=short,medium,long DURATION=5 DTYPE=fp16 TORCH_DEVICE= BATCH_TOKENS=8192 TORCH=1
+WORKLOADS=short,medium,long DURATION=5 DTYPE=fp16 TORCH_DEVICE= BATCH_TOKENS=auto TORCH=1 FP16=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
@@ -39,11 +43,14 @@ while [ $# -gt 0 ]; do
     --torch-device) TORCH_DEVICE=$2; shift 2 ;;
     --webgpu-max-batch-tokens) BATCH_TOKENS=$2; shift 2 ;;
     --no-torch) TORCH=0; shift ;;
+    --no-fp16) FP16=0; shift ;;
     --help|-h) usage; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
+TORCH_BATCH_TOKENS=$BATCH_TOKENS
+[ "$BATCH_TOKENS" = auto ] && TORCH_BATCH_TOKENS=8192
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -117,10 +124,13 @@ for MODEL in ${MODELS//,/ }; do
     [ -e "$DIR/onnx/model.onnx" ] || { echo "run.sh: --models: $DIR is not a model folder (unpack the models archive over the kit, or pass --models-dir)" >&2; exit 2; }
   fi
   log "== $MODEL ($DIR)"
+  if [ "$FP16" = 1 ] && [ ! -e "$DIR/onnx/model_fp16.onnx" ]; then
+    python3 model/make_fp16.py "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fp16 graph for $MODEL (make_fp16.py failed; see above): WebGPU runs fp32"
+  fi
   if [ "$TORCH" = 1 ]; then
     tsx bench/gpu/ids.ts --model "$DIR" --out "$WORK/ids-$MODEL.json" --workloads "$WORKLOADS" 2>&1 | tee -a "$WORK/run.log"
     python3 bench/gpu/torch_anchor.py --model "$DIR" --ids "$WORK/ids-$MODEL.json" --out "$WORK/anchor-$MODEL.json" \
-      --dtype "$DTYPE" --max-batch-tokens "$BATCH_TOKENS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"} 2>&1 | tee -a "$WORK/run.log"
+      --dtype "$DTYPE" --max-batch-tokens "$TORCH_BATCH_TOKENS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"} 2>&1 | tee -a "$WORK/run.log"
   fi
   tsx bench/run.ts --model "$DIR" --devices cpu,webgpu --gpu-adapter "$ADAPTER" --workloads "$WORKLOADS" \
     --duration "$DURATION" --skip-naive --webgpu-max-batch-tokens "$BATCH_TOKENS" --json "$WORK/bench-$MODEL.json" 2>&1 | tee -a "$WORK/run.log"

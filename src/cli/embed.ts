@@ -114,7 +114,8 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     const client = new Lexembed({ baseURL: config.remote, apiKey: process.env.LEXEMBED_API_KEY?.trim() || null });
     embedBatch = async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding);
   } else {
-    const embedder = await loadModelFolder(config.model, deviceOptions(config));
+    // On WebGPU the batch budget is measured at load (a GPU batches far more than the CPU's 512 tokens).
+    const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), autoBatch: { tokens: true, size: true } });
     if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
     dispose = () => embedder.dispose();
     if (chunking) {

@@ -83,6 +83,8 @@ export interface Embedder extends ModelCapabilities {
 /** What a model runtime must provide: tokenise, and run pooled batches. */
 export interface EmbeddingBackend {
   readonly name: string;
+  /** Where the model runs: cpu, webgpu, wasm (absent: cpu). */
+  readonly device?: string;
   readonly deviceReason?: string;
   /** Token ids with special tokens, untruncated. */
   encode(text: string): number[];

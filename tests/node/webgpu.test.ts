@@ -61,6 +61,7 @@ it('the device reason says which WebGPU runtime runs the model; --gpu-adapter na
   for (const [options, says] of cases) {
     const embedder = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', ...options });
     expect(embedder.deviceReason, JSON.stringify(options)).toContain(`(${says})`);
+    expect(embedder.deviceReason, 'no autoBatch: limits as given, nothing measured').not.toContain('max batch tokens');
     await embedder.dispose();
   }
 }, 120_000);
@@ -140,6 +141,8 @@ describe('lexembed serve --device', () => {
 
   it('answers /v1/embeddings on WebGPU with the CPU path vectors, and exits on SIGTERM', async () => {
     expect(server.output()).toMatch(/"device: webgpu was requested; adapter: /);
+    // --max-batch-tokens auto (the default) measured this adapter at start-up and said what it chose.
+    expect(server.output()).toMatch(/max batch tokens (512|1024|2048|4096|8192|16384|32768) \(auto, measured at 128 tokens a text: 1024: \d+ ms.*; stopped at .*\), max batch size \d+"/);
     expect((await (await fetch(`${server.url}/health`)).json()).backend).toMatch(/webgpu on /);
     const body = { model: 'legal-2-embedder', texts: TEXTS, task: 'retrieval/document', dimensions: 128 };
     const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
+import { CPU_BATCH_TOKENS, measureBatchBudget, PROBE_TOKENS } from '../../runtime/batch-budget.ts';
 import { createTransformersBackend } from '../../runtime/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../../embedder/types.ts';
@@ -32,6 +33,12 @@ export interface LoadModelOptions {
   readonly threads?: number;
   readonly hooks?: EmbedderHooks;
   readonly limits?: SchedulerLimits;
+  /**
+   * Which of limits.maxBatchTokens / maxBatchSize were left to auto (--max-batch-tokens auto):
+   * measured on the GPU at start-up when the model runs on WebGPU (src/runtime/batch-budget.ts),
+   * the CPU defaults (512 tokens, 64 texts) otherwise.
+   */
+  readonly autoBatch?: { readonly tokens: boolean; readonly size: boolean };
   /**
    * Where the model runs: `worker` (default; a worker thread, so the event loop stays free while
    * a batch runs) or `main` (the calling thread; blocks it during each batch).
@@ -81,10 +88,32 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     // The main thread runs onnxruntime-node's CPU provider: fp16 is refused with the reason.
     decideGpuDtype(options.gpuDtype ?? 'auto', { device: 'cpu', runtime: 'native', modelDtype: settings.dtype, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder });
   }
-  const backend = await (options.inference === 'main'
+  let backend = await (options.inference === 'main'
     ? createTransformersBackend(backendOptions)
     : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter, webgpuRuntime: options.webgpuRuntime, gpuDtype: options.gpuDtype }));
-  return createEmbedder(settings, backend, options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
+  let limits = options.limits ?? DEFAULT_SCHEDULER_LIMITS;
+  const auto = options.autoBatch;
+  if (auto?.tokens || auto?.size) {
+    if (backend.device === 'webgpu') {
+      try {
+        const choice = await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode));
+        limits = { ...limits, ...(auto.tokens ? { maxBatchTokens: choice.maxBatchTokens } : {}), ...(auto.size ? { maxBatchSize: choice.maxBatchSize } : {}) };
+        backend = { ...backend, deviceReason: `${backend.deviceReason}; ${choice.reason}, max batch size ${limits.maxBatchSize}` };
+      } catch (error) {
+        await backend.dispose();
+        throw error;
+      }
+    } else {
+      limits = { ...limits, ...(auto.tokens ? { maxBatchTokens: CPU_BATCH_TOKENS } : {}), ...(auto.size ? { maxBatchSize: DEFAULT_SCHEDULER_LIMITS.maxBatchSize } : {}) };
+    }
+  }
+  return createEmbedder(settings, backend, limits, options.hooks);
+}
+
+/** A legal text's first PROBE_TOKENS token ids: what the batch-budget probes run. */
+function probeSequence(encode: (text: string) => number[]): number[] {
+  const clause = 'The Lessee shall indemnify and hold harmless the Lessor from every claim arising out of the use of the Premises, save for the Lessor\'s own negligence. ';
+  return encode(clause.repeat(8)).slice(0, PROBE_TOKENS);
 }
 
 /** A JSON file's value, or an error that names the file and says what is wrong with it. */

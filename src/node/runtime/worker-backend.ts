@@ -73,6 +73,7 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
 
   return {
     name: `transformers.js (${ready.device === 'webgpu' ? `webgpu on ${ready.adapter}` : ready.device}, worker thread)`,
+    device: ready.device,
     deviceReason: ready.reason,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
