@@ -1,5 +1,5 @@
 // `npm run bench:native-webgpu`: the model on onnxruntime-node's own WebGPU execution provider
-// (Dawn built into onnxruntime-node 1.30, no WASM) beside the CPU provider and the current
+// (Dawn built into onnxruntime-node 1.30, no WASM; pooling read back to JS or done on the GPU) beside the CPU provider and the current
 // --device webgpu path (onnxruntime-web's WASM build on Dawn through the `webgpu` package, in the
 // inference worker), same texts, same run: vectors (cosine to the CPU path), first-batch time
 // (shader compilation included) and steady texts/s.
@@ -11,6 +11,7 @@ import { parseModelSettings, SETTINGS_FILE } from '../src/embedder/settings.ts';
 import type { EmbeddingBackend } from '../src/embedder/types.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { createTransformersBackend } from '../src/runtime/transformers-backend.ts';
+import { createDevicePooling, KEEP_HIDDEN_ON_GPU } from '../src/node/runtime/device-pooling.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -47,10 +48,15 @@ async function timeBackend(name: string, backend: EmbeddingBackend): Promise<Run
 const common = { modelId: basename(dir), localModelPath: dirname(dir) + '/', settings };
 const runs: Run[] = [];
 runs.push(await timeBackend('onnxruntime-node cpu', await createTransformersBackend({ ...common, device: 'cpu' })));
-try {
-  runs.push(await timeBackend('onnxruntime-node webgpu (native)', await createTransformersBackend({ ...common, device: 'webgpu' })));
-} catch (error) {
-  console.log(`onnxruntime-node webgpu (native): failed: ${error instanceof Error ? error.message : String(error)}`);
+for (const onGpu of [false, true]) {
+  // Pooling read back and done in JavaScript, or on the GPU (the server's native path: device-pooling.ts).
+  const name = `onnxruntime-node webgpu (native), pooling ${onGpu ? 'on the GPU' : 'in JS'}`;
+  try {
+    const devicePooling = onGpu ? await createDevicePooling(settings.pooling) : undefined;
+    runs.push(await timeBackend(name, await createTransformersBackend({ ...common, device: 'webgpu', ...(onGpu ? { sessionOptions: { ...KEEP_HIDDEN_ON_GPU }, devicePooling } : {}) })));
+  } catch (error) {
+    console.log(`${name}: failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 // Through the server's inference worker (its batching, the same batches of 16; the server's
 // default budget is a CPU's), on each WebGPU runtime.

@@ -1,7 +1,7 @@
 // The EmbeddingBackend over transformers.js (onnxruntime-node on Node, onnxruntime-web in
 // browsers and at the edge). Remote models are always disabled: files come from the caller.
 import { AutoModel, AutoTokenizer, Tensor, env } from '@huggingface/transformers';
-import { padBatch } from './padding.ts';
+import { padBatch, type PaddedBatch } from './padding.ts';
 import type { ModelSettings } from '../embedder/settings.ts';
 import type { EmbeddingBackend } from '../embedder/types.ts';
 
@@ -19,6 +19,13 @@ export interface TransformersBackendOptions {
    */
   readonly executionProviders?: string[];
   readonly intraOpNumThreads?: number;
+  /** Extra options for the model's session (e.g. where its outputs stay: src/node/runtime/device-pooling.ts). */
+  readonly sessionOptions?: Record<string, unknown>;
+  /**
+   * Runs the model's raw session and pools on the device (Node's native WebGPU): replaces reading
+   * last_hidden_state back and pooling it here. Unit-norm is still applied by the embedder.
+   */
+  readonly devicePooling?: { run(session: unknown, batch: PaddedBatch): Promise<Float32Array[]>; dispose(): Promise<void> };
   /** Download progress of model files, 0–1 (browsers). */
   readonly progress?: (fraction: number, file: string) => void;
 }
@@ -39,16 +46,16 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     progress_callback,
     dtype: options.settings.dtype,
     device: (injected ? 'auto' : device) as 'cpu',
-    session_options: injected
-      ? ({ executionProviders: injected } as object)
-      : options.intraOpNumThreads
-        ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 }
-        : undefined,
+    session_options: {
+      ...(injected ? { executionProviders: injected } : options.intraOpNumThreads ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 } : {}),
+      ...options.sessionOptions,
+    } as object,
   });
   const session = (model as unknown as { sessions: Record<string, { inputNames: string[] } | undefined> }).sessions.model;
   if (!session) throw new Error(`${options.modelId}: transformers.js loaded no "model" session from onnx/`);
   const inputNames = session.inputNames;
   const pooling = options.settings.pooling;
+  const devicePooling = options.devicePooling;
 
   return {
     name: `transformers.js (${device})`,
@@ -56,7 +63,9 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),
     async run(batch) {
-      const { dims, inputIds, attentionMask, tokenTypeIds } = padBatch(batch);
+      const padded = padBatch(batch);
+      if (devicePooling) return devicePooling.run(session, padded);
+      const { dims, inputIds, attentionMask, tokenTypeIds } = padded;
       const width = dims[1];
       const feeds: Record<string, Tensor> = {
         input_ids: new Tensor('int64', inputIds, dims),
@@ -72,6 +81,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
       return vectors;
     },
     async dispose() {
+      await devicePooling?.dispose();
       await model.dispose();
     },
   };

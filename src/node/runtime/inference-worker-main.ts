@@ -47,9 +47,18 @@ try {
   else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../../runtime/transformers-backend.ts');
   const options = { ...data, settings: { ...data.settings, dtype: precision.dtype as typeof data.settings.dtype } };
+  const native = decision.device === 'webgpu' && !web;
+  // Native: the hidden state stays on the GPU and is pooled there (device-pooling.ts).
+  const pooling = native ? await import('./device-pooling.ts') : undefined;
+  const devicePooling = pooling ? await pooling.createDevicePooling(options.settings.pooling) : undefined;
   // Injected execution providers take the place of onnxruntime-node's thread options.
-  const backend = await createTransformersBackend(web ? { ...options, device: 'webgpu', executionProviders: ['webgpu'] } : decision.device === 'webgpu' ? { ...options, device: 'webgpu' } : options);
-  let reason = decision.device === 'webgpu' ? `${decision.reason} (${web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider"}); ${precision.reason}` : decision.reason;
+  const backend = await createTransformersBackend(
+    web ? { ...options, device: 'webgpu', executionProviders: ['webgpu'] } : native ? { ...options, device: 'webgpu', sessionOptions: { ...pooling!.KEEP_HIDDEN_ON_GPU }, devicePooling } : options,
+  );
+  let reason =
+    decision.device === 'webgpu'
+      ? `${decision.reason} (${web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider"}); ${precision.reason}${native ? `; ${options.settings.pooling} pooling on the GPU` : ''}`
+      : decision.reason;
   if (decision.device === 'webgpu' && data.warmupIds?.length) {
     const started = performance.now();
     await backend.run([data.warmupIds]);

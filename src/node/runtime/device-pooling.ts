@@ -1,0 +1,58 @@
+// Pooling on the GPU for onnxruntime-node's WebGPU provider: the model's last_hidden_state stays in
+// GPU memory (preferredOutputLocation gpu-buffer) and a second, tiny session on the same device pools
+// it, so a batch reads back [batch, hidden] floats instead of [batch, tokens, hidden] and JavaScript
+// does not loop over them (64 texts × 128 tokens × 640 floats: 21 MB read back and ~12 ms of
+// JavaScript pooling per batch otherwise). Reading a gpu-buffer output in Node is not possible
+// (onnxruntime-node 1.30 aborts the process in getData: Node has no GPUDevice to map it with), so
+// the hidden state is only ever handed to the pooling session, then disposed.
+import * as ort from 'onnxruntime-node';
+import type { PaddedBatch } from '../../runtime/padding.ts';
+
+/** The pooling graphs, from model/make_pooling_graphs.py (tests/node/device-pooling.test.ts checks they match). */
+export const POOLING_GRAPHS = {
+  mean: 'CAcSCGxleGVtYmVkOvkCCh8KBG1hc2sKBWF4aXMyEgVtYXNrMyIJVW5zcXVlZXplChwKBmhpZGRlbgoFbWFzazMSBm1hc2tlZCIDTXVsCjMKBm1hc2tlZAoFYXhpczESBnN1bW1lZCIJUmVkdWNlU3VtKg8KCGtlZXBkaW1zGACgAQIKMAoEbWFzawoFYXhpczESBWNvdW50IglSZWR1Y2VTdW0qDwoIa2VlcGRpbXMYAaABAgocCgZzdW1tZWQKBWNvdW50EgZwb29sZWQiA0RpdhISbGV4ZW1iZWRfbWVhbl9wb29sKg4IARAHOgEBQgVheGlzMSoOCAEQBzoBAkIFYXhpczJaMgoGaGlkZGVuEigKJggBEiIKBxIFYmF0Y2gKCBIGdG9rZW5zCg0SC2hpZGRlbl9zaXplWiEKBG1hc2sSGQoXCAESEwoHEgViYXRjaAoIEgZ0b2tlbnNiKAoGcG9vbGVkEh4KHAgBEhgKBxIFYmF0Y2gKDRILaGlkZGVuX3NpemVCBAoAEA0=',
+  cls: 'CAcSCGxleGVtYmVkOuoBCiwKBmhpZGRlbgoFZmlyc3QSBnBvb2xlZCIGR2F0aGVyKgsKBGF4aXMYAaABAgoYCgRtYXNrEgZ1bnVzZWQiCElkZW50aXR5EhFsZXhlbWJlZF9jbHNfcG9vbCoMEAc6AQBCBWZpcnN0WjIKBmhpZGRlbhIoCiYIARIiCgcSBWJhdGNoCggSBnRva2VucwoNEgtoaWRkZW5fc2l6ZVohCgRtYXNrEhkKFwgBEhMKBxIFYmF0Y2gKCBIGdG9rZW5zYigKBnBvb2xlZBIeChwIARIYCgcSBWJhdGNoCg0SC2hpZGRlbl9zaXplQgQKABAN',
+} as const;
+
+/** The session option that keeps the model's hidden state on the GPU. */
+export const KEEP_HIDDEN_ON_GPU = { preferredOutputLocation: { last_hidden_state: 'gpu-buffer' } } as const;
+
+interface RawSession {
+  run(feeds: Record<string, ort.Tensor>): Promise<Record<string, ort.Tensor>>;
+  readonly inputNames: readonly string[];
+}
+
+export interface DevicePooling {
+  /** Runs the model session (created with KEEP_HIDDEN_ON_GPU) and pools on the device: one vector per row. */
+  run(model: unknown, batch: PaddedBatch): Promise<Float32Array[]>;
+  dispose(): Promise<void>;
+}
+
+export async function createDevicePooling(pooling: 'mean' | 'cls'): Promise<DevicePooling> {
+  const session = await ort.InferenceSession.create(Buffer.from(POOLING_GRAPHS[pooling], 'base64'), { executionProviders: ['webgpu'] });
+  return {
+    async run(model, batch) {
+      const raw = model as RawSession;
+      const { dims, inputIds, attentionMask, tokenTypeIds } = batch;
+      const all: Record<string, ort.Tensor> = {
+        input_ids: new ort.Tensor('int64', inputIds, dims),
+        attention_mask: new ort.Tensor('int64', attentionMask, dims),
+        token_type_ids: new ort.Tensor('int64', tokenTypeIds, dims),
+      };
+      const output = await raw.run(Object.fromEntries(raw.inputNames.map((n) => [n, all[n]!])));
+      const hidden = output.last_hidden_state!;
+      try {
+        const mask = Float32Array.from(attentionMask, Number);
+        const { pooled } = await session.run({ hidden, mask: new ort.Tensor('float32', mask, dims) });
+        const data = (await pooled!.getData()) as Float32Array;
+        const size = pooled!.dims[1]!;
+        return Array.from({ length: dims[0] }, (_, row) => data.slice(row * size, (row + 1) * size));
+      } finally {
+        hidden.dispose();
+      }
+    },
+    async dispose() {
+      await session.release();
+    },
+  };
+}
