@@ -33,7 +33,10 @@ describe('GPU benchmark kit', () => {
     expect(existsSync(join(kit, 'dist', 'cli', 'index.js'))).toBe(true);
     expect(existsSync(join(kit, 'bench', 'run.js'))).toBe(true);
     for (const dev of ['tsx', 'typescript', 'esbuild', 'vitest', '@img/sharp-libvips-linux-x64']) expect(existsSync(join(kit, 'node_modules', dev)), dev).toBe(false);
-    for (const dep of ['webgpu/dist/linux-x64/dawn.node', 'onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1', 'onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm']) expect(existsSync(join(kit, 'node_modules', dep)), dep).toBe(true);
+    for (const dep of ['webgpu/dist/linux-x64/dawn.node', 'onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1']) expect(existsSync(join(kit, 'node_modules', dep)), dep).toBe(true);
+    // The kit runs onnxruntime-node's own WebGPU provider: no onnxruntime-web and its 26 MB wasm.
+    expect(existsSync(join(kit, 'node_modules', 'onnxruntime-web'))).toBe(false);
+    expect(existsSync(join(kit, 'model', 'make_fp16.py'))).toBe(true);
     expect(existsSync(join(kit, 'node_modules', 'onnxruntime-node', 'bin', 'napi-v6', 'win32'))).toBe(false);
     expect(readFileSync(join(kit, 'node_modules', 'sharp', 'index.js'), 'utf8')).toContain('not in the lexembed GPU kit');
     const { stdout } = await run(join(kit, '.kit', 'node', 'bin', 'node'), ['--version']);
@@ -61,6 +64,8 @@ describe('GPU benchmark kit', () => {
     const results = JSON.parse(readFileSync(join(out, 'gpu-results.json'), 'utf8'));
     const model = results.models['legal-2-embedder-static'];
     expect(model.devices.webgpu.backend).toMatch(/webgpu on .*llvmpipe/);
+    // fp16 where run.sh could write the graph (a python3 with onnx on PATH), fp32 otherwise; the budget measured at load.
+    expect(model.devices.webgpu.reason).toMatch(/onnxruntime-node's WebGPU provider\); dtype fp(16|32) .*; mean pooling on the GPU; .*max batch tokens \d+ \(auto, measured at 128 tokens a text: 1024: \d+ ms/);
     expect(model.devices.cpu.backend).toMatch(/cpu/);
     expect(model.parity.min_cosine).toBeGreaterThanOrEqual(0.999);
     expect(model.rows[0]).toMatchObject({ workload: 'short' });
