@@ -43,3 +43,18 @@ describe.each(['mean', 'cls'] as const)('%s pooling on the GPU', (pooling) => {
     }
   }, 120_000);
 });
+
+it('LEXEMBED_GPU_POOLING=js reads the hidden state back and pools in JavaScript, with the same vectors', async () => {
+  const onGpu = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu' });
+  process.env.LEXEMBED_GPU_POOLING = 'js';
+  const inJs = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu' }).finally(() => delete process.env.LEXEMBED_GPU_POOLING);
+  try {
+    expect(onGpu.deviceReason).toContain('; mean pooling on the GPU');
+    expect(inJs.deviceReason).toContain('; pooling in JavaScript (LEXEMBED_GPU_POOLING=js)');
+    const [a, b] = [await onGpu.embed(input(TEXTS)), await inJs.embed(input(TEXTS))];
+    if (!a.ok || !b.ok) throw new Error('embed failed');
+    a.value.vectors.forEach((v, i) => expect(v.reduce((s, x, k) => s + x * b.value.vectors[i]![k]!, 0)).toBeGreaterThanOrEqual(0.9999));
+  } finally {
+    await Promise.all([onGpu.dispose(), inJs.dispose()]);
+  }
+}, 120_000);

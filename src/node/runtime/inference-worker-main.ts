@@ -48,16 +48,32 @@ try {
   const { createTransformersBackend } = await import('../../runtime/transformers-backend.ts');
   const options = { ...data, settings: { ...data.settings, dtype: precision.dtype as typeof data.settings.dtype } };
   const native = decision.device === 'webgpu' && !web;
-  // Native: the hidden state stays on the GPU and is pooled there (device-pooling.ts).
-  const pooling = native ? await import('./device-pooling.ts') : undefined;
-  const devicePooling = pooling ? await pooling.createDevicePooling(options.settings.pooling) : undefined;
+  // Native: the hidden state stays on the GPU and is pooled there (device-pooling.ts), unless
+  // LEXEMBED_GPU_POOLING=js asks for the read-back and JavaScript pooling (for comparison), or
+  // setting it up fails (then the model still runs, pooled in JavaScript, and the reason says why).
+  let backend: Awaited<ReturnType<typeof createTransformersBackend>> | undefined;
+  let pooledWhere = '';
+  if (native && process.env.LEXEMBED_GPU_POOLING === 'js') pooledWhere = '; pooling in JavaScript (LEXEMBED_GPU_POOLING=js)';
+  else if (native) {
+    try {
+      const pooling = await import('./device-pooling.ts');
+      const devicePooling = await pooling.createDevicePooling(options.settings.pooling);
+      try {
+        backend = await createTransformersBackend({ ...options, device: 'webgpu', sessionOptions: { ...pooling.KEEP_HIDDEN_ON_GPU }, devicePooling });
+      } catch (error) {
+        await devicePooling.dispose();
+        throw error;
+      }
+      pooledWhere = `; ${options.settings.pooling} pooling on the GPU`;
+    } catch (error) {
+      pooledWhere = `; pooling in JavaScript (pooling on the GPU failed: ${messageOf(error).split('\n')[0]})`;
+    }
+  }
   // Injected execution providers take the place of onnxruntime-node's thread options.
-  const backend = await createTransformersBackend(
-    web ? { ...options, device: 'webgpu', executionProviders: ['webgpu'] } : native ? { ...options, device: 'webgpu', sessionOptions: { ...pooling!.KEEP_HIDDEN_ON_GPU }, devicePooling } : options,
-  );
+  backend ??= await createTransformersBackend(web ? { ...options, device: 'webgpu', executionProviders: ['webgpu'] } : native ? { ...options, device: 'webgpu' } : options);
   let reason =
     decision.device === 'webgpu'
-      ? `${decision.reason} (${web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider"}); ${precision.reason}${native ? `; ${options.settings.pooling} pooling on the GPU` : ''}`
+      ? `${decision.reason} (${web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider"}); ${precision.reason}${pooledWhere}`
       : decision.reason;
   if (decision.device === 'webgpu' && data.warmupIds?.length) {
     const started = performance.now();
