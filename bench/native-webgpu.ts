@@ -3,7 +3,8 @@
 // --device webgpu path (onnxruntime-web's WASM build on Dawn through the `webgpu` package, in the
 // inference worker), same texts, same run: vectors (cosine to the CPU path), first-batch time
 // (shader compilation included) and steady texts/s.
-// Usage: npm run bench:native-webgpu -- [--model <dir>] [--texts 64] [--tokens 128] [--rounds 3]
+// Usage: npm run bench:native-webgpu -- [--model <dir>] [--texts 64] [--tokens 128] [--rounds 3] [--skip-web]
+// (--skip-web: not the onnxruntime-web runtime, which the GPU kit does not carry)
 import { basename, dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { truncateAndNormalize } from '../src/contract/index.ts';
@@ -15,7 +16,7 @@ import { createDevicePooling, KEEP_HIDDEN_ON_GPU } from '../src/node/runtime/dev
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const { values } = parseArgs({ options: { model: { type: 'string', default: BUNDLED_MODEL_DIR }, texts: { type: 'string', default: '64' }, tokens: { type: 'string', default: '128' }, rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { model: { type: 'string', default: BUNDLED_MODEL_DIR }, texts: { type: 'string', default: '64' }, tokens: { type: 'string', default: '128' }, rounds: { type: 'string', default: '3' }, 'skip-web': { type: 'boolean', default: false } } });
 const dir = resolve(values.model!);
 const settings = parseModelSettings(JSON.parse(readFileSync(join(dir, SETTINGS_FILE), 'utf8')), SETTINGS_FILE);
 const n = Number(values.texts);
@@ -60,7 +61,7 @@ for (const onGpu of [false, true]) {
 }
 // Through the server's inference worker (its batching, the same batches of 16; the server's
 // default budget is a CPU's), on each WebGPU runtime.
-for (const runtime of ['native', 'web'] as const) {
+for (const runtime of values['skip-web'] ? (['native'] as const) : (['native', 'web'] as const)) {
   const name = runtime === 'native' ? "worker: onnxruntime-node's WebGPU provider (default)" : 'worker: Dawn + onnxruntime-web (--webgpu-runtime web)';
   try {
     const started = performance.now();

@@ -132,6 +132,10 @@ for MODEL in ${MODELS//,/ }; do
     python3 bench/gpu/torch_anchor.py --model "$DIR" --ids "$WORK/ids-$MODEL.json" --out "$WORK/anchor-$MODEL.json" \
       --dtype "$DTYPE" --max-batch-tokens "$TORCH_BATCH_TOKENS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"} 2>&1 | tee -a "$WORK/run.log"
   fi
+  # Pooling on the GPU vs read back and pooled in JS, fp32, same texts and run (the native provider directly).
+  log "pooling on the GPU vs in JavaScript ($MODEL, 256 texts x 128 tokens)"
+  tsx bench/native-webgpu.ts --model "$DIR" --texts 256 --tokens 128 --rounds 3 --skip-web 2>&1 | grep -v '^Warning: maxDynamic' | tee "$WORK/pooling-$MODEL.txt" | tee -a "$WORK/run.log" \
+    || log "the pooling comparison failed for $MODEL (see the log); the benchmark goes on"
   tsx bench/run.ts --model "$DIR" --devices cpu,webgpu --gpu-adapter "$ADAPTER" --workloads "$WORKLOADS" \
     --duration "$DURATION" --skip-naive --webgpu-max-batch-tokens "$BATCH_TOKENS" --json "$WORK/bench-$MODEL.json" 2>&1 | tee -a "$WORK/run.log"
 done

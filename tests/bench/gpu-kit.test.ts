@@ -74,6 +74,7 @@ describe('GPU benchmark kit', () => {
     expect(results.targets).toContainEqual(expect.objectContaining({ what: 'WebGPU vs CPU vectors, legal-2-embedder-static, min cosine', met: true }));
     expect(readFileSync(join(out, 'gpu-results.md'), 'utf8')).toMatch(/\| short \| \d+ \| \d+ \|/);
     expect(existsSync(join(out, 'logs.tar.gz'))).toBe(true);
+    expect(model.pooling_comparison.some((l: string) => l.includes('pooling on the GPU'))).toBe(true);
     expect(JSON.parse(readFileSync(join(out, 'adapters.json'), 'utf8')).adapters.some((a: { name: string }) => /llvmpipe/.test(a.name))).toBe(true);
   }, SLOW);
 });
