@@ -4,7 +4,6 @@ import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
-import { CPU_BATCH_TOKENS } from '../runtime/batch-budget.ts';
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
 import { messageOf } from '../util/message-of.ts';
@@ -108,7 +107,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     ...deviceOptions(config),
     limits: {
       ...DEFAULT_SCHEDULER_LIMITS,
-      maxBatchTokens: config['max-batch-tokens'] === 'auto' ? CPU_BATCH_TOKENS : config['max-batch-tokens'],
+      maxBatchTokens: config['max-batch-tokens'] === 'auto' ? DEFAULT_SCHEDULER_LIMITS.maxBatchTokens : config['max-batch-tokens'],
       maxBatchSize: config['max-batch-size'] === 'auto' ? DEFAULT_SCHEDULER_LIMITS.maxBatchSize : config['max-batch-size'],
       maxQueueTokens: config['max-queue-tokens'],
     },

@@ -2,10 +2,10 @@
 // a GPU's best batch differs by orders of magnitude between cards (and a software adapter is
 // slower than the CPU), so no one number suits them all. At start-up the model runs batches of
 // 128-token sequences at growing budgets; the budget kept is the largest that still ran within the
-// latency target and still paid (≥ 10 % more texts/s than half of it).
+// latency target and still paid (≥ 10 % more texts/s than half of it); a GPU too slow for the
+// smallest keeps the scheduler's defaults (the CPU's: 512 tokens, 64 texts).
+import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
 
-/** What a CPU (and a GPU too slow to batch more) gets: the CPU path's measured default. */
-export const CPU_BATCH_TOKENS = 512;
 /** The budgets tried on a GPU, smallest first. */
 export const GPU_BUDGET_CANDIDATES = [1024, 2048, 4096, 8192, 16384, 32768] as const;
 /** A batch taking longer than this is a request waiting that long behind it. */
@@ -24,7 +24,7 @@ export interface BudgetProbe {
 
 export interface BudgetChoice {
   readonly maxBatchTokens: number;
-  /** Texts per batch that fit the budget at the probe length (never below the CPU default's 64). */
+  /** Texts per batch that fit the budget at the probe length (never below the default's 64). */
   readonly maxBatchSize: number;
   readonly probes: readonly BudgetProbe[];
   readonly reason: string;
@@ -34,7 +34,7 @@ const textsPerSecond = (p: BudgetProbe) => (p.rows * 1000) / p.ms;
 
 /**
  * Picks the budget from probes measured smallest first: the last one within `targetMs` whose
- * throughput beat the previous one's by `minGain`, else the CPU default.
+ * throughput beat the previous one's by `minGain`, else the scheduler's default.
  * @example chooseBatchTokens([{ tokens: 1024, rows: 8, ms: 4 }, { tokens: 2048, rows: 16, ms: 7.9 }]).maxBatchTokens // 1024
  */
 export function chooseBatchTokens(probes: readonly BudgetProbe[], targetMs = GPU_BATCH_MS_TARGET, minGain = GPU_MIN_GAIN): BudgetChoice {
@@ -51,11 +51,11 @@ export function chooseBatchTokens(probes: readonly BudgetProbe[], targetMs = GPU
     }
     chosen = probe;
   }
-  const maxBatchTokens = chosen?.tokens ?? CPU_BATCH_TOKENS;
+  const maxBatchTokens = chosen?.tokens ?? DEFAULT_SCHEDULER_LIMITS.maxBatchTokens;
   const measured = probes.map((p) => `${p.tokens}: ${Math.round(p.ms)} ms`).join(', ');
   return {
     maxBatchTokens,
-    maxBatchSize: Math.max(64, Math.floor(maxBatchTokens / PROBE_TOKENS)),
+    maxBatchSize: Math.max(DEFAULT_SCHEDULER_LIMITS.maxBatchSize, Math.floor(maxBatchTokens / PROBE_TOKENS)),
     probes,
     reason: `max batch tokens ${maxBatchTokens} (auto, measured at ${PROBE_TOKENS} tokens a text: ${measured || 'none'}; stopped at ${stop})`,
   };

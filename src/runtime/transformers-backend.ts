@@ -25,7 +25,7 @@ export interface TransformersBackendOptions {
    * Runs the model's raw session and pools on the device (Node's native WebGPU): replaces reading
    * last_hidden_state back and pooling it here. Unit-norm is still applied by the embedder.
    */
-  readonly devicePooling?: { run(session: unknown, batch: PaddedBatch): Promise<Float32Array[]>; dispose(): Promise<void> };
+  readonly devicePooling?: { run(session: unknown, feeds: Record<string, unknown>, batch: PaddedBatch): Promise<Float32Array[]>; dispose(): Promise<void> };
   /** Download progress of model files, 0–1 (browsers). */
   readonly progress?: (fraction: number, file: string) => void;
 }
@@ -64,15 +64,17 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     tokenize: (text) => tokenizer.tokenize(text),
     async run(batch) {
       const padded = padBatch(batch);
-      if (devicePooling) return devicePooling.run(session, padded);
       const { dims, inputIds, attentionMask, tokenTypeIds } = padded;
       const width = dims[1];
-      const feeds: Record<string, Tensor> = {
+      const all: Record<string, Tensor> = {
         input_ids: new Tensor('int64', inputIds, dims),
         attention_mask: new Tensor('int64', attentionMask, dims),
         token_type_ids: new Tensor('int64', tokenTypeIds, dims),
       };
-      const output = await model(Object.fromEntries(inputNames.map((n) => [n, feeds[n]])));
+      const feeds = Object.fromEntries(inputNames.map((n) => [n, all[n]!]));
+      // The raw session takes onnxruntime's own tensors, which transformers.js's wrap.
+      if (devicePooling) return devicePooling.run(session, Object.fromEntries(Object.entries(feeds).map(([n, t]) => [n, t.ort_tensor])), padded);
+      const output = await model(feeds);
       const hidden = output.last_hidden_state as Tensor;
       const data = hidden.data as Float32Array;
       const size = hidden.dims[2]!;

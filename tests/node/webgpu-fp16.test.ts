@@ -11,6 +11,7 @@ import { BUNDLED_MODEL_DIR, loadModelFolder, TEST_MODEL_DIR } from '../../src/no
 import { decideGpuDtype, type DtypeFacts } from '../../src/node/runtime/webgpu/decide.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 import { pythonWithOnnx } from '../support/python.ts';
+import { expectSameVectors, GPU_TEXTS } from './gpu-fixtures.ts';
 
 const python = pythonWithOnnx();
 const work = mkdtempSync(join(tmpdir(), 'lexembed-fp16-'));
@@ -24,12 +25,6 @@ for (const dir of [TEST_MODEL_DIR, BUNDLED_MODEL_DIR]) {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const input = (texts: string[]): EmbedInput => ({ texts, task: 'retrieval/document', overflowStrategy: 'drop_end', dimensions: null });
-const TEXTS = [
-  'The lessee shall pay the rent on the first day of each month.',
-  'Limitation period',
-  'Every person who contravenes section 12 is guilty of an offence punishable on summary conviction.',
-  Array.from({ length: 300 }, (_, i) => `subsection${i % 11}`).join(' '),
-];
 
 describe('model/make_fp16.py', () => {
   const inspect = (file: string) =>
@@ -107,11 +102,11 @@ describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
   });
 
   it('gives the CPU path\'s vectors within cosine 0.999, and the same token count', async () => {
-    const [a, b] = [await cpu.embed(input(TEXTS)), await gpu.embed(input(TEXTS))];
+    const [a, b] = [await cpu.embed(input(GPU_TEXTS)), await gpu.embed(input(GPU_TEXTS))];
     if (!a.ok || !b.ok) throw new Error('embed failed');
     expect(b.value.inputTokens).toBeGreaterThan(0);
     expect(b.value.inputTokens).toBe(a.value.inputTokens);
-    a.value.vectors.forEach((v, i) => expect(v.reduce((s, x, k) => s + x * b.value.vectors[i]![k]!, 0)).toBeGreaterThanOrEqual(0.999));
+    expectSameVectors(a.value.vectors, b.value.vectors, 0.999);
   }, 120_000);
 
   it('--dtype fp16 on a folder without model_fp16.onnx stops start-up, saying how to make it', async () => {

@@ -11,15 +11,10 @@ import { decideServerDevice } from '../../src/node/runtime/webgpu/decide.ts';
 import type { Embedder, EmbedInput } from '../../src/embedder/types.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
+import { cosine, GPU_TEXTS } from './gpu-fixtures.ts';
 
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((s, x, i) => s + x * b[i]!, 0);
 const input = (texts: string[], extra: Partial<EmbedInput> = {}): EmbedInput => ({ texts, task: null, overflowStrategy: 'drop_end', dimensions: null, ...extra });
-const TEXTS = [
-  'The lessee shall pay the rent on the first day of each month.',
-  'Limitation period',
-  'Every person who contravenes section 12 is guilty of an offence punishable on summary conviction.',
-  Array.from({ length: 300 }, (_, i) => `subsection${i % 11}`).join(' '),
-];
+const TEXTS = GPU_TEXTS;
 
 describe('device choice (pure)', () => {
   const lavapipe = { name: 'mesa software llvmpipe', fallback: true };

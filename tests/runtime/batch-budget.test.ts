@@ -3,7 +3,8 @@
 // no timing here depends on this machine's load). The real measurement runs on lavapipe in
 // tests/node/webgpu.test.ts (serve --device webgpu logs what it chose).
 import { describe, expect, it } from 'vitest';
-import { chooseBatchTokens, CPU_BATCH_TOKENS, measureBatchBudget } from '../../src/runtime/batch-budget.ts';
+import { DEFAULT_SCHEDULER_LIMITS } from '../../src/embedder/scheduler.ts';
+import { chooseBatchTokens, measureBatchBudget } from '../../src/runtime/batch-budget.ts';
 
 describe('chooseBatchTokens', () => {
   it('keeps doubling while a batch stays within the latency target and pays ≥ 10 % more texts/s', () => {
@@ -22,7 +23,7 @@ describe('chooseBatchTokens', () => {
   it('stops at the latency target; a GPU too slow for 1024 tokens gets the CPU default', () => {
     expect(chooseBatchTokens([{ tokens: 1024, rows: 8, ms: 100 }, { tokens: 2048, rows: 16, ms: 300 }]).maxBatchTokens).toBe(1024);
     const slow = chooseBatchTokens([{ tokens: 1024, rows: 8, ms: 1417 }]);
-    expect(slow.maxBatchTokens).toBe(CPU_BATCH_TOKENS);
+    expect(slow.maxBatchTokens).toBe(DEFAULT_SCHEDULER_LIMITS.maxBatchTokens);
     expect(slow.reason).toContain('stopped at 1024 tokens took 1417 ms, over the 250 ms target');
   });
 

@@ -19,27 +19,22 @@ export const KEEP_HIDDEN_ON_GPU = { preferredOutputLocation: { last_hidden_state
 
 interface RawSession {
   run(feeds: Record<string, ort.Tensor>): Promise<Record<string, ort.Tensor>>;
-  readonly inputNames: readonly string[];
 }
 
 export interface DevicePooling {
-  /** Runs the model session (created with KEEP_HIDDEN_ON_GPU) and pools on the device: one vector per row. */
-  run(model: unknown, batch: PaddedBatch): Promise<Float32Array[]>;
+  /**
+   * Runs the model session (created with KEEP_HIDDEN_ON_GPU) on `feeds` (its inputs, built from
+   * `batch`) and pools on the device: one vector per row.
+   */
+  run(model: unknown, feeds: Record<string, unknown>, batch: PaddedBatch): Promise<Float32Array[]>;
   dispose(): Promise<void>;
 }
 
 export async function createDevicePooling(pooling: 'mean' | 'cls'): Promise<DevicePooling> {
   const session = await ort.InferenceSession.create(Buffer.from(POOLING_GRAPHS[pooling], 'base64'), { executionProviders: ['webgpu'] });
   return {
-    async run(model, batch) {
-      const raw = model as RawSession;
-      const { dims, inputIds, attentionMask, tokenTypeIds } = batch;
-      const all: Record<string, ort.Tensor> = {
-        input_ids: new ort.Tensor('int64', inputIds, dims),
-        attention_mask: new ort.Tensor('int64', attentionMask, dims),
-        token_type_ids: new ort.Tensor('int64', tokenTypeIds, dims),
-      };
-      const output = await raw.run(Object.fromEntries(raw.inputNames.map((n) => [n, all[n]!])));
+    async run(model, feeds, { dims, attentionMask }) {
+      const output = await (model as RawSession).run(feeds as Record<string, ort.Tensor>);
       const hidden = output.last_hidden_state!;
       try {
         const mask = Float32Array.from(attentionMask, Number);

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
-import { CPU_BATCH_TOKENS, measureBatchBudget, PROBE_TOKENS } from '../../runtime/batch-budget.ts';
+import { measureBatchBudget, PROBE_TOKENS } from '../../runtime/batch-budget.ts';
 import { createTransformersBackend } from '../../runtime/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../../embedder/types.ts';
@@ -35,8 +35,8 @@ export interface LoadModelOptions {
   readonly limits?: SchedulerLimits;
   /**
    * Which of limits.maxBatchTokens / maxBatchSize were left to auto (--max-batch-tokens auto):
-   * measured on the GPU at start-up when the model runs on WebGPU (src/runtime/batch-budget.ts),
-   * the CPU defaults (512 tokens, 64 texts) otherwise.
+   * measured on the GPU at start-up when the model runs on WebGPU (src/runtime/batch-budget.ts);
+   * elsewhere `limits` stand as given (the defaults are the CPU's).
    */
   readonly autoBatch?: { readonly tokens: boolean; readonly size: boolean };
   /**
@@ -93,18 +93,14 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter, webgpuRuntime: options.webgpuRuntime, gpuDtype: options.gpuDtype }));
   let limits = options.limits ?? DEFAULT_SCHEDULER_LIMITS;
   const auto = options.autoBatch;
-  if (auto?.tokens || auto?.size) {
-    if (backend.device === 'webgpu') {
-      try {
-        const choice = await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode));
-        limits = { ...limits, ...(auto.tokens ? { maxBatchTokens: choice.maxBatchTokens } : {}), ...(auto.size ? { maxBatchSize: choice.maxBatchSize } : {}) };
-        backend = { ...backend, deviceReason: `${backend.deviceReason}; ${choice.reason}, max batch size ${limits.maxBatchSize}` };
-      } catch (error) {
-        await backend.dispose();
-        throw error;
-      }
-    } else {
-      limits = { ...limits, ...(auto.tokens ? { maxBatchTokens: CPU_BATCH_TOKENS } : {}), ...(auto.size ? { maxBatchSize: DEFAULT_SCHEDULER_LIMITS.maxBatchSize } : {}) };
+  if ((auto?.tokens || auto?.size) && backend.device === 'webgpu') {
+    try {
+      const choice = await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode));
+      limits = { ...limits, ...(auto.tokens ? { maxBatchTokens: choice.maxBatchTokens } : {}), ...(auto.size ? { maxBatchSize: choice.maxBatchSize } : {}) };
+      backend = { ...backend, deviceReason: `${backend.deviceReason}; ${choice.reason}, max batch size ${limits.maxBatchSize}` };
+    } catch (error) {
+      await backend.dispose();
+      throw error;
     }
   }
   return createEmbedder(settings, backend, limits, options.hooks);
