@@ -23,9 +23,9 @@ export async function main(argv: string[]): Promise<number> {
       case 'embed':
         return await (await import('./embed.ts')).embedCommand(rest, out, err);
       case 'keys':
-        return await (await import('./keys.ts')).keysCommand(rest, out);
+        return await (await import('./keys.ts')).keysCommand(rest, out, err);
       case 'accounts':
-        return await (await import('./keys.ts')).accountsCommand(rest, out);
+        return await (await import('./keys.ts')).accountsCommand(rest, out, err);
       case '--help':
       case '-h':
       case 'help':

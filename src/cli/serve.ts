@@ -1,5 +1,8 @@
 // `lexembed serve`: the HTTP server on a model folder, with API keys from the key store.
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { z } from 'zod';
+import type { KeyStore } from '../auth/store.ts';
 import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
@@ -9,7 +12,7 @@ import { startServer } from '../node/server.ts';
 import { messageOf } from '../util/message-of.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions } from './options.ts';
-import { openKeyStore, STORE_OPTIONS, StoreConfigSchema } from './store-options.ts';
+import { DEV_KEY_FILE, openKeyStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
 
 export const SERVE_OPTIONS = {
   port: { env: 'PORT', default: '8080', help: 'TCP port to listen on' },
@@ -30,6 +33,11 @@ export const SERVE_OPTIONS = {
   ...DEVICE_OPTIONS,
   inference: { env: 'LEXEMBED_INFERENCE', default: 'worker', help: 'where the model runs: worker (a worker thread; keeps HTTP responsive) or main' },
   'no-auth': { env: 'LEXEMBED_NO_AUTH', boolean: true, help: 'serve without API keys (local experiments only; warns)' },
+  'no-dev-key': {
+    env: 'LEXEMBED_NO_DEV_KEY',
+    boolean: true,
+    help: 'never create a development key (by default the first start on an empty file store writes one to <data-dir>/dev-key.txt; a Redis store never gets one)',
+  },
   'cors-origins': { env: 'LEXEMBED_CORS_ORIGINS', default: '', help: 'comma-separated origins browsers may call from, or * (default: CORS off)' },
   ...STORE_OPTIONS,
 };
@@ -51,6 +59,7 @@ const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).ext
   inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
+  'no-dev-key': z.boolean(),
   'cors-origins': z
     .string()
     .refine((v) => v === '' || v.split(',').every((o) => o.trim() === '*' || /^https?:\/\/[^\s/]+$/.test(o.trim())), {
@@ -88,10 +97,14 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     log('proxy deployment: POST /invocations and GET /ping; API keys are not required and are ignored');
   } else if (store) {
     if ((await store.listKeys()).length === 0) {
-      const { key, record } = await createKey(store, { account: 'local' });
-      log(`the key store (${describeStore(config)}) was empty: created development key ${record.id} for account "local".`);
-      log('it is shown only this once; use it as "Authorization: Bearer <key>":');
-      out(key);
+      if (config.store === 'file' && !config['no-dev-key']) {
+        const { record, file } = await createDevKey(store, config['data-dir']);
+        log(`the key store (${describeStore(config)}) was empty: created development key ${record.id} for account "local"; the key is in ${file} (readable by you alone; never logged): export LEXEMBED_API_KEY=$(cat ${file})`);
+      } else {
+        logRecord('warn', {
+          msg: `the ${describeStore(config)} has no keys yet, so every request gets 401: create one with lexembed keys create --account <id>${config.store === 'redis' ? ' --store redis --redis-url <url>' : ` --data-dir ${config['data-dir']}`}${config.store === 'redis' ? ' (no development key is made in a shared store)' : ''}`,
+        });
+      }
     }
   } else {
     err('lexembed: WARNING: authentication is OFF (--no-auth). Anyone who can reach this server can use it. Use only for local experiments.');
@@ -152,7 +165,15 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
 }
 
 function describeStore(config: z.output<typeof StoreConfigSchema>): string {
-  return config.store === 'redis' ? 'Redis key store' : `file key store in ${config['data-dir']}`;
+  return storeDescription(config);
+}
+
+/** A key for account "local", written to <data-dir>/dev-key.txt (mode 600), not to any log. */
+async function createDevKey(store: KeyStore, dataDir: string) {
+  const { key, record } = await createKey(store, { account: 'local' });
+  const file = resolve(dataDir, DEV_KEY_FILE);
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
+  return { record, file };
 }
 
 /** Logs key-store failures as they start and then at most every 10 s (each request still gets its 503). */

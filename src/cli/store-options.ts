@@ -18,6 +18,21 @@ export const StoreConfigSchema = z.object({
   'redis-url': z.string(),
 });
 
+/** Where the first start on an empty file store writes its development key. */
+export const DEV_KEY_FILE = 'dev-key.txt';
+
+/** The store in words, for messages: the file store's absolute path, Redis's URL without its password. */
+export function storeDescription(config: z.output<typeof StoreConfigSchema>): string {
+  if (config.store === 'file') return `file key store in ${resolve(config['data-dir'])}`;
+  try {
+    const url = new URL(config['redis-url']);
+    if (url.password) url.password = '***';
+    return `Redis key store at ${url.href}`;
+  } catch {
+    return 'Redis key store';
+  }
+}
+
 export function openKeyStore(config: z.output<typeof StoreConfigSchema>): KeyStore {
   if (config.store === 'redis') {
     if (!config['redis-url']) throw new Error('--store redis needs --redis-url (LEXEMBED_REDIS_URL), e.g. redis://127.0.0.1:6379');

@@ -1,6 +1,6 @@
 // API keys for real: keys made by the CLI, checked by a running server over HTTP, with the
 // file store (changes seen without restart, keys survive a restart) and the Redis store.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -164,15 +164,80 @@ describe('API keys over HTTP with the file store', () => {
 });
 
 describe('first start with an empty store', () => {
-  it('creates one development key, prints it once, and it works', async () => {
+  it('a file store gets one development key, written to <data-dir>/dev-key.txt (mode 600), never to the log; it works', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-dev-'));
     const server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', dataDir]);
     try {
-      const key = /^(lxk_v1_\S+)$/m.exec(server.output())?.[1];
-      expect(key).toBeDefined();
+      const file = join(dataDir, 'dev-key.txt');
+      const key = readFileSync(file, 'utf8').trim();
+      expect(key).toMatch(/^lxk_v1_\S+$/);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(server.output()).not.toContain(key.slice(7, 39));
+      expect(server.output()).not.toMatch(/lxk_v1_/);
+      expect(server.output()).toContain(`the key is in ${file}`);
       await expectStatus(await post(server.url, `Bearer ${key}`), 200);
     } finally {
       await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('--no-dev-key makes none and says how to create a key', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-dev-'));
+    const server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', dataDir, '--no-dev-key']);
+    try {
+      expect(existsSync(join(dataDir, 'dev-key.txt'))).toBe(false);
+      expect(server.output()).toContain('has no keys yet, so every request gets 401: create one with lexembed keys create');
+      await expectStatus(await post(server.url, 'Bearer lxk_v1_nope'), 401);
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('an empty Redis store (shared, production) never gets a development key', async () => {
+    const redis = await startRedis();
+    const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-dev-'));
+    const server = await startServe(['--model', BUNDLED_MODEL_DIR, '--store', 'redis', '--redis-url', redis.url, '--data-dir', dataDir]);
+    try {
+      expect(server.output()).toContain('no development key is made in a shared store');
+      expect(server.output()).not.toMatch(/lxk_v1_/);
+      expect(existsSync(join(dataDir, 'dev-key.txt'))).toBe(false);
+      const store = createRedisKeyStore(redis.url);
+      try {
+        expect(await store.listKeys()).toEqual([]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.stop();
+      await redis.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('key commands name their store; accounts set refuses an unknown account', () => {
+  it('prints the absolute store path, refuses a typo without --create, and creates with it', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-acct-'));
+    try {
+      const created = await runCli(['keys', 'create', '--account', 'acme', '--data-dir', dataDir]);
+      expect(created.code, created.stderr).toBe(0);
+      expect(created.stderr).toContain(`file key store in ${dataDir}`);
+      const typo = await runCli(['accounts', 'set', 'acmee', '--active', 'false', '--data-dir', dataDir]);
+      expect(typo.code).toBe(2);
+      expect(typo.stderr).toContain('no account "acmee"');
+      expect(typo.stderr).toContain('accounts there: acme');
+      expect(typo.stderr).toContain('--create');
+      const listed = await runCli(['accounts', 'list', '--data-dir', dataDir]);
+      expect(listed.stdout).not.toContain('acmee');
+      const made = await runCli(['accounts', 'set', 'acmee', '--active', 'false', '--create', '--data-dir', dataDir]);
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.stdout).toContain('account acmee: active false');
+      const revoke = await runCli(['keys', 'revoke', 'key_doesnotexist', '--data-dir', dataDir]);
+      expect(revoke.code).toBe(2);
+      expect(revoke.stderr).toContain(`in the file key store in ${dataDir}`);
+    } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
