@@ -16,6 +16,7 @@ its vectors are what the evaluation scores.
 Runs on a CPU with torch (1.13 works) and onnx; evaluation embeds the held-out split with torch.
 """
 import argparse
+import inspect
 import collections
 import json
 import math
@@ -34,6 +35,11 @@ from legal_data import load_pairs, split_pairs, encode_capped
 from parity_fixture import write_fixture
 from train_transformer import torch_embed_fn
 from tokenizer_files import write_tokenizer_files
+
+
+# torch ≥ 2.9 exports through dynamo (and onnxscript, not installable here) unless told otherwise;
+# the TorchScript exporter writes the opset-14 graph every shipped folder has. torch 1.13 has no flag.
+LEGACY_EXPORTER = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 
 class Hybrid(nn.Module):
@@ -72,7 +78,7 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    ckpt = torch.load(args.transformer, map_location="cpu")
+    ckpt = load_checkpoint(args.transformer, args.static)
     cfg = ckpt["config"]
     bert = Bert(cfg["vocab_size"], cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"],
                 cfg["intermediate_size"], cfg["max_position_embeddings"], 0.0)
@@ -98,6 +104,20 @@ def main():
         results = evaluate(args, model, tok, max_tokens)
         with open(args.json or os.path.join(args.out, "evaluation.json"), "w") as f:
             json.dump(results, f, indent=2)
+
+
+def load_checkpoint(path, static_folder):
+    """A checkpoint.pt of train_transformer.py, or its resumable resume.pt (a run still going or
+    stopped early): then the architecture is read off the weights' shapes and the vocabulary is
+    the static folder's (the two must share it anyway)."""
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    if "state_dict" in ckpt:
+        return ckpt
+    from onnx_weights import config_of
+    from evaluate import load_tokenizer
+    state = ckpt["model"]
+    return {"config": ckpt.get("config") or config_of(state), "state_dict": state, "vocab": load_tokenizer(static_folder).vocab,
+            "resumed_step": ckpt["done"]}
 
 
 def embed_fn(model, tok, max_tokens):
@@ -144,7 +164,8 @@ def write_folder(args, model, tok, ckpt, cfg, dims, max_tokens):
     with torch.no_grad():
         torch.onnx.export(model, (ids, (ids != 0).long(), torch.zeros_like(ids)), path, input_names=names,
                           output_names=["last_hidden_state"], opset_version=14, do_constant_folding=True,
-                          dynamic_axes={n: {0: "batch", 1: "sequence"} for n in names + ["last_hidden_state"]})
+                          dynamic_axes={n: {0: "batch", 1: "sequence"} for n in names + ["last_hidden_state"]},
+                          **LEGACY_EXPORTER)
     graph_model = onnx.load(path)
     for table in (model.bert.embeddings.word_embeddings.weight, model.static.weight):
         store_rows_int8(graph_model, table.detach().numpy())
@@ -177,7 +198,8 @@ def write_folder(args, model, tok, ckpt, cfg, dims, max_tokens):
         with open(run_json) as f:
             transformer_training.append(json.load(f))
     with open(os.path.join(args.out, "training.json"), "w") as f:
-        json.dump({"hybrid": {"weight": args.weight, "transformer": os.path.basename(args.transformer), "static": args.static},
+        json.dump({"hybrid": {"weight": args.weight, "transformer": os.path.basename(args.transformer), "static": args.static,
+                              "transformer_dims": cfg["hidden_size"], "transformer_step": ckpt.get("resumed_step")},
                    "transformer_runs": transformer_training, "static": static_training}, f, indent=2, default=str)
     print(f"wrote {args.out}: {os.path.getsize(path) / 1e6:.1f} MB ONNX, {dims} dimensions")
 

@@ -22,6 +22,7 @@ from torch import nn
 
 from export_static import export_model_folder
 from legal_data import SAMPLINGS, WordPiece, data_fingerprint, encode_capped, epoch_sample, normalize, pre_tokenize, sources_of, split_pairs
+from questions import QueryMaker
 from tokenizer_files import load_wordpiece_vocab
 
 
@@ -126,6 +127,11 @@ def main():
                         "one statute are each other's in-batch negatives (0: plain random batches)")
     p.add_argument("--cache", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "tokens"),
                    help="folder for tokenised training pairs, reused by runs with the same vocabulary ('' : none)")
+    p.add_argument("--question-templates", type=float, default=0.0,
+                   help="share of pairs whose query is put in a question template each time (model/questions.py)")
+    p.add_argument("--question-crops", type=float, default=0.0,
+                   help="share of pairs whose query is a question-framed span cropped from their own text")
+    p.add_argument("--dev", help="also score the dev set (legal-eval-dev folder) into evaluation-dev.json")
     p.add_argument("--eval", action="store_true", help="score the held-out split at the end (evaluation.json)")
     p.add_argument("--bm25-from", help="evaluation.json of the same split to take BM25 figures from")
     args = p.parse_args()
@@ -174,11 +180,18 @@ def main():
     by_source = collections.defaultdict(list)
     for i, row in enumerate(train):
         by_source[row[0]].append(i)
+    questions = QueryMaker(tok, random.Random(args.seed + 1)) if args.question_templates or args.question_crops else None
+
+    def query_ids(i):
+        if questions is None:
+            return queries[i]
+        return questions.make(train[i][0], queries[i], texts[i], args.question_templates, args.question_crops)
+
     for epoch in range(args.epochs):
         epoch_batches = batches(epoch_sample(by_source, args.sampling, args.cap, random), train, args.batch, args.group)
         total = 0.0
         for step, idx in enumerate(epoch_batches):
-            q = table(*bag([queries[i] for i in idx]))
+            q = table(*bag([query_ids(i) for i in idx]))
             t = table(*bag([texts[i] for i in idx]))
             qk, tk = torch.from_numpy(query_key[idx]), torch.from_numpy(text_key[idx])
             false_negative = ((qk[:, None] == qk[None, :]) | (tk[:, None] == tk[None, :])) & ~torch.eye(len(idx), dtype=torch.bool)
@@ -206,6 +219,11 @@ def main():
         "torch": torch.__version__,
     })
     print(f"wrote {args.out} in {time.time() - t0:.0f}s", flush=True)
+    if args.dev:
+        import json
+        from evaluate_dev import evaluate_dev
+        with open(os.path.join(args.out, "evaluation-dev.json"), "w") as f:
+            json.dump(evaluate_dev(args.out, args.dev), f, indent=2)
     if args.eval:
         from evaluate import evaluate_folder
         evaluate_folder(args.data, args.out, os.path.join(args.out, "evaluation.json"), args.bm25_from,

@@ -32,9 +32,11 @@ from torch.nn import functional as F
 
 from bert import Bert, MlmHead, mean_pool
 from evaluate import bm25_source, build_source, model_source, print_report
+from questions import QueryMaker
 from legal_data import SAMPLINGS, WordPiece, data_fingerprint, epoch_counts, epoch_sample, is_held_out, load_pairs, sources_of
 
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
+RESUME_FILE = "resume.pt"
 
 
 def main():
@@ -59,10 +61,13 @@ def main():
         train = train[::max(1, len(train) // 3000)]
     log(f"pairs: {len(rows)} in all, {len(train)} for training (left out: {sorted(left_out) or 'none'})")
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     # BM25 on the evaluation sets runs in other processes while the GPU trains.
     eval_sets = evaluation_sets(rows, held_out, left_out, args.smoke)
-    pool = mp.get_context("spawn").Pool(min(len(eval_sets), max(1, (os.cpu_count() or 2) // 4)))
-    bm25_jobs = {name: pool.apply_async(bm25_source, (subset,)) for name, subset in eval_sets.items()}
+    if not args.no_eval:
+        pool = mp.get_context("spawn").Pool(min(len(eval_sets), max(1, (os.cpu_count() or 2) // 4)))
+        bm25_jobs = {name: pool.apply_async(bm25_source, (subset,)) for name, subset in eval_sets.items()}
 
     vocab = load_vocab(args.tokenizer)
     tok = Tokenizer(args.tokenizer, vocab, log, sample_rows(rows))
@@ -71,7 +76,16 @@ def main():
         c = ckpt["config"]
         args.layers, args.hidden, args.heads = c["num_hidden_layers"], c["hidden_size"], c["num_attention_heads"]
         args.intermediate, args.max_tokens = c["intermediate_size"], c["max_position_embeddings"]
-    model = Bert(len(vocab), args.hidden, args.layers, args.heads, args.intermediate, args.max_tokens, args.dropout)
+    if args.init_onnx:
+        from onnx_weights import load_bert
+        model = load_bert(args.init_onnx, dropout=args.dropout)
+        c = model.config
+        args.layers, args.hidden, args.heads = c["num_hidden_layers"], c["hidden_size"], c["num_attention_heads"]
+        args.intermediate, args.max_tokens = c["intermediate_size"], c["max_position_embeddings"]
+        args.matryoshka = [d for d in args.matryoshka if d <= args.hidden]
+        log(f"started from the served weights of {args.init_onnx}")
+    else:
+        model = Bert(len(vocab), args.hidden, args.layers, args.heads, args.intermediate, args.max_tokens, args.dropout)
     if args.init:
         model.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
         log(f"started from {args.init}")
@@ -87,6 +101,10 @@ def main():
         info["mlm"] = pretrain(model, windows, args, device, log)
     if args.ct_steps or args.ct_seconds:
         info["contrastive"] = tune(model, rows, train, tok, args, device, log)
+        if info["contrastive"].get("stopped_for_time"):
+            log(f"stopped at --stop-after {args.stop_after:.0f} s with {info['contrastive']['steps_done']} steps done; "
+                f"run the same command again to resume from {os.path.join(args.out, RESUME_FILE)}")
+            return
     info["seconds"] = round(time.time() - t0)
     if args.half_checkpoint:  # small enough to carry back from a GPU machine
         torch.save({"config": model.config, "state_dict": {k: v.half().cpu() for k, v in model.state_dict().items()},
@@ -94,6 +112,11 @@ def main():
     torch.save({"config": model.config, "state_dict": {k: v.float().cpu() for k, v in model.state_dict().items()},
                 "vocab": vocab}, os.path.join(args.out, "checkpoint.pt"))
 
+    if args.no_eval:
+        with open(os.path.join(args.out, "training.json"), "w") as f:
+            json.dump(info, f, indent=2, default=str)
+        log(f"done (no evaluation): {args.out}")
+        return
     model.eval()
     embed_fn = torch_embed_fn(model, lambda texts: tok.encode(texts, args.max_tokens, chunk_chars=args.max_tokens * 12), device)
     results = {}
@@ -132,6 +155,20 @@ def parse_args():
                    help="how sources are weighed in contrastive epochs (legal_data.epoch_sample)")
     p.add_argument("--cap", type=int, default=20000, help="pairs per source per epoch with --sampling cap")
     p.add_argument("--init", help="checkpoint.pt to start from (its architecture wins over the flags)")
+    p.add_argument("--init-onnx", help="a served folder (hybrid or transformer) whose transformer weights to start from "
+                                       "(model/onnx_weights.py; its architecture wins over the flags)")
+    p.add_argument("--question-templates", type=float, default=0.0,
+                   help="contrastive: share of pairs whose query is put in a question template (model/questions.py)")
+    p.add_argument("--question-crops", type=float, default=0.0,
+                   help="contrastive: share of pairs whose query is a question-framed span of their own text")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast on a CPU too (CUDA always uses it)")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    p.add_argument("--checkpoint-every", type=float, default=300,
+                   help="contrastive: seconds between resumable checkpoints (<out>/resume.pt); a rerun of the same "
+                        "command resumes from it")
+    p.add_argument("--stop-after", type=float, default=0,
+                   help="contrastive: stop (resumably) after this many seconds of this process, e.g. before a session ends")
+    p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation (score with evaluate_dev.py after export)")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)
@@ -284,7 +321,7 @@ def pretrain(model, windows, args, device, log):
         inputs[masked & (r < 0.8)] = MASK
         rand_tok = masked & (r >= 0.8) & (r < 0.9)
         inputs[rand_tok] = torch.randint(1000, vocab_size, (int(rand_tok.sum()),), device=device, generator=gen)
-        with autocast(device):
+        with autocast(device, args.bf16):
             hidden = model(inputs, torch.ones_like(inputs))
             logits = head(hidden[masked])
             loss = F.cross_entropy(logits.float(), labels)
@@ -315,6 +352,8 @@ def tune(model, rows, train, tok, args, device, log):
     opt = torch.optim.AdamW(model.parameters(), lr=args.ct_lr, weight_decay=0.01,
                             **({"fused": True} if device.type == "cuda" else {}))
     rng = random.Random(args.seed)
+    maker = QueryMaker(tok.py, random.Random(args.seed + 1), max_tokens=args.query_tokens)
+    augment = args.question_templates > 0 or args.question_crops > 0
     by_source = collections.defaultdict(list)
     for i, g in enumerate(train):
         by_source[rows[g][0]].append(i)
@@ -339,8 +378,15 @@ def tune(model, rows, train, tok, args, device, log):
         neg = [rng.choice(negatives[i]) if negatives[i] else rng.randrange(len(train)) for i in batch]
         b = torch.tensor(batch, device=device)
         cols = torch.cat([b, torch.tensor(neg, device=device)])
-        with autocast(device):
-            q = encode(q_ids, q_len, b).float()
+        with autocast(device, args.bf16):
+            if augment:
+                made = [maker.make(rows[train[i]][0], queries[i], texts[i], args.question_templates, args.question_crops) for i in batch]
+                ids, _ = pad_table(made)
+                ids = ids.long().to(device)
+                mask = (ids != PAD).long()
+                q = mean_pool(model(ids, mask), mask).float()
+            else:
+                q = encode(q_ids, q_len, b).float()
             t = encode(t_ids, t_len, cols).float()
         positive = torch.arange(len(batch), device=device)
         # Mask columns that share the row's heading or text, except the row's own positive.
@@ -361,7 +407,36 @@ def tune(model, rows, train, tok, args, device, log):
         opt.step()
         return loss
 
-    result = run_schedule(args.ct_steps, args.ct_seconds, step, args.ct_lr, device, log, "contrastive")
+    resume = os.path.join(args.out, RESUME_FILE)
+
+    def save_state(done):
+        state = {"model": model.state_dict(), "opt": opt.state_dict(), "done": done, "order": order, "cursor": cursor[0],
+                 "rng": rng.getstate(), "maker_rng": maker.rng.getstate(), "torch_rng": torch.get_rng_state(),
+                 "ct_steps": args.ct_steps}
+        torch.save(state, resume + ".tmp")
+        os.replace(resume + ".tmp", resume)
+        log(f"contrastive: resumable checkpoint at step {done} ({resume})")
+
+    start = 0
+    if os.path.exists(resume):
+        state = torch.load(resume, map_location=device, weights_only=False)
+        if state["ct_steps"] != args.ct_steps:
+            raise SystemExit(f"{resume} was written by a run of --ct-steps {state['ct_steps']}, not {args.ct_steps}: "
+                             "use the same command to resume, or another --out to start afresh")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        order[:], cursor[0], start = state["order"], state["cursor"], state["done"]
+        rng.setstate(state["rng"])
+        maker.rng.setstate(state["maker_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        log(f"contrastive: resumed at step {start} of {args.ct_steps} from {resume}")
+    elif args.ct_seconds and not args.ct_steps and (args.checkpoint_every or args.stop_after):
+        raise SystemExit("resumable checkpoints need a step-based schedule: give --ct-steps")
+    result = run_schedule(args.ct_steps, args.ct_seconds, step, args.ct_lr, device, log, "contrastive",
+                          start=start, checkpoint_every=args.checkpoint_every if args.ct_steps else 0,
+                          save=save_state, stop_after=args.stop_after)
+    if not result.get("stopped_for_time") and args.ct_steps:
+        save_state(result["steps_done"])
     epoch = sum(epoch_counts({s: len(m) for s, m in by_source.items()}, args.sampling, args.cap).values())
     result["epochs"] = round(result["steps_done"] * args.ct_batch / epoch, 2)
     return result
@@ -386,25 +461,36 @@ def pad_table(seqs):
     return table, torch.tensor([len(s) for s in seqs])
 
 
-def run_schedule(steps, seconds, step, peak_lr, device, log, name):
+def run_schedule(steps, seconds, step, peak_lr, device, log, name, start=0, checkpoint_every=0, save=None, stop_after=0):
     """Linear warm-up (first 6 %) and linear decay to zero, over `steps` steps or, when steps is
     0, over `seconds` of wall-clock time (progress = elapsed / seconds; the steps that fitted are
-    returned, so a rerun can fix them with --mlm-steps/--ct-steps)."""
-    start, last, done = time.time(), 0.0, 0
+    returned, so a rerun can fix them with --mlm-steps/--ct-steps). A step schedule can start at
+    step `start` (resumed), call `save(done)` every `checkpoint_every` seconds, and stop after
+    `stop_after` seconds (saving first; the result says stopped_for_time)."""
+    begin, last, done = time.time(), 0.0, start
+    saved_at = begin
+    loss = None
     while True:
-        progress = done / steps if steps else (time.time() - start) / seconds
+        progress = done / steps if steps else (time.time() - begin) / seconds
         if progress >= 1:
             break
+        now = time.time()
+        if save and stop_after and now - begin >= stop_after:
+            save(done)
+            return {"steps_done": done, "stopped_for_time": True, "seconds": round(now - begin)}
+        if save and checkpoint_every and now - saved_at >= checkpoint_every:
+            save(done)
+            saved_at = now
         lr = peak_lr * min((progress + 1e-3) / 0.06, (1 - progress) / 0.94)
         loss = step(lr)
-        if done % 200 == 0:
+        if done % (200 if device.type == "cuda" else 20) == 0:
             last = float(loss.detach())
             log(f"{name} step {done} ({progress:.0%}) lr {lr:.2e} loss {last:.4f}")
         done += 1
-    last = float(loss.detach()) if done else last
+    last = float(loss.detach()) if loss is not None else last
     sync(device)
-    elapsed = time.time() - start
-    log(f"{name}: {done} steps in {elapsed:.0f} s ({elapsed / max(1, done) * 1000:.0f} ms per step), last loss {last:.4f}")
+    elapsed = time.time() - begin
+    log(f"{name}: {done - start} steps in {elapsed:.0f} s ({elapsed / max(1, done - start) * 1000:.0f} ms per step), last loss {last:.4f}")
     return {"steps_done": done, "budget": f"{steps} steps" if steps else f"{seconds:.0f} s",
             "last_loss": last, "seconds": round(elapsed)}
 
@@ -442,10 +528,10 @@ def torch_embed_fn(model, encode, device, batch=256):
     return run
 
 
-def autocast(device):
+def autocast(device, cpu_bf16=False):
     if device.type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast("cpu", enabled=False)
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_bf16)
 
 
 def sync(device):

@@ -1,0 +1,177 @@
+"""Scores a model folder on the out-of-distribution dev set (../shared/data/legal-eval-dev: legal
+questions → passages from sources that are not in the training data), per task and mean, ÷ BM25.
+
+    python3 model/evaluate_dev.py --model models/legal-2-embedder [--json OUT] [--mix] [--fuse]
+
+The metrics, BM25 and reciprocal-rank fusion are the shared scorer's own
+(../shared/tools/evaluate-retrieval.py, imported), so the figures are the ones it prints over
+HTTP; the model runs here as lexembed serves it (static table in numpy, anything else through
+onnxruntime), without a server. Vectors are cached under model/work/dev-cache by the model file's
+hash, so re-scoring a folder (e.g. --mix) costs seconds.
+
+--mix (a hybrid folder): also scores the transformer half and the static half alone and the
+  weighted mixes w·cos_transformer + (1 − w)·cos_static, to choose export_hybrid.py's --weight.
+--fuse: also reciprocal-rank fusion with BM25 (what a hybrid keyword + vector search gives).
+
+Never train on this set: one task (oyez-scotus) is licensed for evaluation only.
+"""
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from evaluate import is_static_folder, onnx_embed_fn, static_embed_fn  # noqa: E402
+
+DEFAULT_DEV = os.path.join(HERE, "..", "..", "shared", "data", "legal-eval-dev")
+DEFAULT_SCORER = os.path.join(HERE, "..", "..", "shared", "tools", "evaluate-retrieval.py")
+CACHE = os.path.join(HERE, "work", "dev-cache")
+MIX_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
+
+
+def load_scorer(path=DEFAULT_SCORER):
+    if not os.path.exists(path):
+        raise SystemExit(f"evaluate_dev.py: the shared scorer is not at {path}; pass --scorer <evaluate-retrieval.py>")
+    spec = importlib.util.spec_from_file_location("evaluate_retrieval", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def score(scorer, ranked, queries, qrels):
+    nd, rc = zip(*(scorer.metrics(list(r), qrels[q["id"]]) for r, q in zip(ranked, queries)))
+    return {"ndcg@10": float(np.mean(nd)), "recall@100": float(np.mean(rc))}
+
+
+def dense_ranking(scorer, q, d, ids):
+    out = []
+    for k in range(0, len(q), 256):
+        out.extend([ids[i] for i in row] for row in scorer.topk_rows(q[k:k + 256] @ d.T, scorer.TOPK))
+    return out
+
+
+def model_key(folder):
+    """The cache key: a hash of the folder's served files (weights, tokenizer, settings)."""
+    h = hashlib.sha1()
+    for name in ("onnx/model.onnx", "tokenizer.json", "lexembed.json"):
+        with open(os.path.join(folder, name), "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def cached_vectors(folder, key, name, kind, texts, embed_fn, use_cache=True):
+    path = os.path.join(CACHE, f"{key}.{name}.{kind}.npy")
+    if use_cache and os.path.exists(path):
+        return np.load(path)
+    vectors = embed_fn(texts).astype(np.float32)
+    if use_cache:
+        os.makedirs(CACHE, exist_ok=True)
+        np.save(path, vectors)
+    return vectors
+
+
+def halves(folder, vectors):
+    """A hybrid's [sqrt(w)·t/|t|, sqrt(1−w)·s/|s|] split back into its unit halves."""
+    with open(os.path.join(folder, "training.json")) as f:
+        training = json.load(f)
+    split = training["hybrid"].get("transformer_dims") or training["transformer_runs"][-1]["recipe"]["hidden"]
+    t, s = vectors[:, :split], vectors[:, split:]
+    unit = lambda m: m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    return unit(t), unit(s)
+
+
+def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, fuse=False, max_queries=0,
+                 use_cache=True, log=print):
+    scorer = load_scorer(scorer_path)
+    embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model)
+    key = model_key(model)
+    results = {}
+    for task_dir in scorer.expand_dirs([dev]):
+        name = os.path.basename(task_dir.rstrip("/"))
+        corpus, queries, qrels = scorer.load_task(task_dir)
+        if max_queries:
+            queries = queries[:max_queries]
+        ids = [d["id"] for d in corpus]
+        t0 = time.time()
+        d = cached_vectors(model, key, name, "corpus", [x["text"] for x in corpus], embed_fn, use_cache)
+        q = cached_vectors(model, key, name, f"queries{max_queries or ''}", [x["text"] for x in queries], embed_fn, use_cache)
+        row = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25_figures(scorer, name, corpus, queries, qrels, max_queries),
+               "model": score(scorer, dense_ranking(scorer, q, d, ids), queries, qrels), "seconds": round(time.time() - t0, 1)}
+        if mix:
+            (qt, qs), (dt, ds) = halves(model, q), halves(model, d)
+            row["mix"] = {}
+            for w in MIX_WEIGHTS:
+                qm = np.concatenate([np.sqrt(w) * qt, np.sqrt(1 - w) * qs], axis=1)
+                dm = np.concatenate([np.sqrt(w) * dt, np.sqrt(1 - w) * ds], axis=1)
+                row["mix"][f"{w:.1f}"] = score(scorer, dense_ranking(scorer, qm, dm, ids), queries, qrels)
+        if fuse:
+            ranked = [[ids[i] for i in r] for r in scorer.run_fusion(corpus, queries, q, d)]
+            row["fused_with_bm25"] = score(scorer, ranked, queries, qrels)
+        results[name] = row
+        log(f"{name:<16} {len(queries):>5} q {len(corpus):>6} docs  BM25 {row['bm25']['ndcg@10']:.3f}  "
+            f"model {row['model']['ndcg@10']:.3f} (×{row['model']['ndcg@10'] / row['bm25']['ndcg@10']:.2f})  "
+            f"R@100 {row['bm25']['recall@100']:.3f} / {row['model']['recall@100']:.3f}"
+            + (f"  fused {row['fused_with_bm25']['ndcg@10']:.3f}" if fuse else ""))
+    tasks = list(results)
+    mean = lambda k, f=lambda r: r: float(np.mean([f(results[t])[k]["ndcg@10"] for t in tasks]))
+    results["mean"] = {"bm25_ndcg@10": mean("bm25"), "model_ndcg@10": mean("model"),
+                       "relative": mean("model") / mean("bm25"),
+                       "worst_task_relative": min(results[t]["model"]["ndcg@10"] / results[t]["bm25"]["ndcg@10"] for t in tasks)}
+    log(f"{'mean':<16} BM25 {results['mean']['bm25_ndcg@10']:.3f}  model {results['mean']['model_ndcg@10']:.3f} "
+        f"(×{results['mean']['relative']:.2f}; worst task ×{results['mean']['worst_task_relative']:.2f})")
+    if mix:
+        results["mean"]["mix"] = {w: float(np.mean([results[t]["mix"][w]["ndcg@10"] for t in tasks])) for w in results[tasks[0]]["mix"]}
+        log("mix w·transformer + (1−w)·static, mean nDCG@10: " + "  ".join(
+            f"{w}: {v:.3f}" + "".join(f" [{t[:4]} {results[t]['mix'][w]['ndcg@10']:.3f}]" for t in tasks)
+            for w, v in results["mean"]["mix"].items()))
+    if fuse:
+        results["mean"]["fused_with_bm25"] = float(np.mean([results[t]["fused_with_bm25"]["ndcg@10"] for t in tasks]))
+        log(f"{'mean fused':<16} {results['mean']['fused_with_bm25']:.3f}")
+    return results
+
+
+BM25_CACHE = os.path.join(CACHE, "bm25.json")
+
+
+def bm25_figures(scorer, name, corpus, queries, qrels, max_queries):
+    """BM25 does not depend on the model: computed once per task and query count, then cached."""
+    key = f"{name}.{max_queries}.{len(corpus)}"
+    cached = json.load(open(BM25_CACHE)) if os.path.exists(BM25_CACHE) else {}
+    if key not in cached:
+        ranked, _ = scorer.run_bm25(corpus, queries)
+        ids = [d["id"] for d in corpus]
+        cached[key] = score(scorer, [[ids[i] for i in r] for r in ranked], queries, qrels)
+        os.makedirs(CACHE, exist_ok=True)
+        with open(BM25_CACHE, "w") as f:
+            json.dump(cached, f, indent=1)
+    return cached[key]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="a served model folder (static, transformer or hybrid)")
+    p.add_argument("--dev", default=DEFAULT_DEV, help="the dev set folder (default: ../shared/data/legal-eval-dev)")
+    p.add_argument("--scorer", default=DEFAULT_SCORER, help="the shared evaluate-retrieval.py")
+    p.add_argument("--json", help="write the results here too")
+    p.add_argument("--mix", action="store_true", help="hybrid: score each half and weighted mixes")
+    p.add_argument("--fuse", action="store_true", help="also reciprocal-rank fusion with BM25")
+    p.add_argument("--max-queries", type=int, default=0, help="first N queries per task (0: all)")
+    p.add_argument("--no-cache", action="store_true", help="embed again even if vectors are cached")
+    args = p.parse_args()
+    if not os.path.isdir(args.dev):
+        raise SystemExit(f"evaluate_dev.py: no dev set at {args.dev}; pass --dev <legal-eval-dev folder>")
+    results = evaluate_dev(args.model, args.dev, args.scorer, args.mix, args.fuse, args.max_queries, not args.no_cache)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
