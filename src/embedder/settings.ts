@@ -8,6 +8,13 @@ export const SETTINGS_FILE = 'lexembed.json';
 export const ModelSettingsSchema = z
   .object({
     name: z.string().min(1).default(DEFAULT_MODEL_NAME),
+    /**
+     * Which weights these are, for clients (/health, /openai/v1/models, response headers): the two
+     * bundled models share the API's model name but not their vectors. Default: the folder's name.
+     */
+    id: z.string().min(1).optional(),
+    /** A short hash of the served files (weights, tokenizer, settings), set by the loader, never read from the file. */
+    fingerprint: z.string().optional(),
     description: z.string().optional(),
     max_input_tokens: z.number().int().min(2),
     pooling: z.enum(['mean', 'cls']).default('mean'),

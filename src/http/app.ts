@@ -87,7 +87,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   });
   if (options.corsOrigins?.length) {
     const origins = [...options.corsOrigins];
-    app.use(cors({ origin: origins.includes('*') ? '*' : origins, allowHeaders: ['authorization', 'content-type', 'x-request-id'], exposeHeaders: ['x-request-id', 'retry-after'], maxAge: 600 }));
+    app.use(cors({ origin: origins.includes('*') ? '*' : origins, allowHeaders: ['authorization', 'content-type', 'x-request-id'], exposeHeaders: ['x-request-id', 'retry-after', MODEL_ID_HEADER, FINGERPRINT_HEADER], maxAge: 600 }));
   }
 
   /**
@@ -192,12 +192,22 @@ export function createApp(options: AppOptions): Hono<Env> {
       ok: {
         description: 'Ready',
         media: 'application/json',
-        schema: { type: 'object', properties: { status: { const: 'ok' }, model: { type: 'string' }, backend: { type: 'string' } }, required: ['status'] },
+        schema: {
+          type: 'object',
+          properties: {
+            status: { const: 'ok' },
+            model: { type: 'string', description: 'the model name requests use' },
+            model_id: { type: 'string', description: 'which weights serve it (the bundled hybrid and static models differ)' },
+            fingerprint: { type: 'string', description: 'short hash of the served weights, tokenizer and settings; compare it with an index\'s' },
+            backend: { type: 'string' },
+          },
+          required: ['status'],
+        },
       },
       problems: ['unavailable'],
       handler() {
         const loaded = state.loaded();
-        if (loaded) return { ok: true, value: { body: { status: 'ok', model: loaded.modelName, backend: loaded.backendName }, inputTokens: null } };
+        if (loaded) return { ok: true, value: { body: { status: 'ok', model: loaded.modelName, ...modelIdentity(loaded), backend: loaded.backendName }, inputTokens: null } };
         const detail = state.failed() ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
         return { ok: false, problem: problem('unavailable', detail, { 'retry-after': '1' }) };
       },
@@ -282,6 +292,12 @@ export function createApp(options: AppOptions): Hono<Env> {
       if (outcome instanceof Response) return outcome;
       if (!outcome.ok) return fail(c, outcome.problem);
       if (outcome.value.inputTokens !== null) c.set('inputTokens', outcome.value.inputTokens);
+      const loaded = r.operation ? state.loaded() : null;
+      if (loaded) {
+        const { model_id, fingerprint } = modelIdentity(loaded);
+        if (model_id) c.header(MODEL_ID_HEADER, model_id);
+        if (fingerprint) c.header(FINGERPRINT_HEADER, fingerprint);
+      }
       return c.json(outcome.value.body as object);
     });
   }
@@ -315,4 +331,14 @@ export function createApp(options: AppOptions): Hono<Env> {
   });
 
   return app;
+}
+
+/** Response headers of every answered operation: which weights answered. */
+export const MODEL_ID_HEADER = 'x-lexembed-model-id';
+export const FINGERPRINT_HEADER = 'x-lexembed-model-fingerprint';
+
+/** The loaded model's id and fingerprint, where known (the Node loader sets both). */
+function modelIdentity(embedder: Pick<Embedder, 'settings'>): { model_id?: string; fingerprint?: string } {
+  const { id, fingerprint } = embedder.settings;
+  return { ...(id ? { model_id: id } : {}), ...(fingerprint ? { fingerprint } : {}) };
 }

@@ -12,6 +12,9 @@ export async function createOpenAIEmbeddings(request: unknown, embedder: Embedde
   return answer(buildOpenAIEmbeddingResponse(result.value.vectors, result.value.inputTokens, call.value), result.value.inputTokens);
 }
 
-export function listOpenAIModels(embedder: Pick<Embedder, 'modelName'>) {
-  return answer({ object: 'list' as const, data: openAIModelIds(embedder.modelName).map((id) => ({ id, object: 'model' as const, created: 0, owned_by: 'lexembed' })) });
+export function listOpenAIModels(embedder: Pick<Embedder, 'modelName' | 'settings'>) {
+  const { id: modelId, fingerprint } = embedder.settings;
+  // OpenAI's model objects allow more fields: which weights serve the name, to check an index against.
+  const identity = { ...(modelId ? { lexembed_model_id: modelId } : {}), ...(fingerprint ? { fingerprint } : {}) };
+  return answer({ object: 'list' as const, data: openAIModelIds(embedder.modelName).map((id) => ({ id, object: 'model' as const, created: 0, owned_by: 'lexembed', ...identity })) });
 }

@@ -1,4 +1,5 @@
 // Loads a model folder from disk into an Embedder on onnxruntime-node.
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -73,6 +74,8 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   }
   const settings = parseModelSettings(readJsonFile(settingsPath), settingsPath);
   if (options.modelName) settings.name = options.modelName;
+  settings.id ??= basename(resolve(folder));
+  settings.fingerprint = modelFingerprint(folder);
   const backendOptions = {
     modelId: basename(folder),
     localModelPath: dirname(folder) + '/',
@@ -119,4 +122,15 @@ function readJsonFile(path: string): unknown {
   } catch (error) {
     throw new Error(`${path} is not valid JSON (${messageOf(error)}); the file is damaged or truncated: copy it again from the model's source`);
   }
+}
+
+/**
+ * A short hash of what decides the vectors: the ONNX weights, the tokenizer and lexembed.json.
+ * An index built with one fingerprint must be queried by a server showing the same one.
+ * @example modelFingerprint('models/legal-2-embedder') // 'sha256:3f9a0c…' (16 hex digits)
+ */
+export function modelFingerprint(folder: string): string {
+  const hash = createHash('sha256');
+  for (const file of [join('onnx', 'model.onnx'), 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
+  return `sha256:${hash.digest('hex').slice(0, 16)}`;
 }
