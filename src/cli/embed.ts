@@ -3,7 +3,7 @@
 // torn last line (from an interruption) is cut off, so nothing is lost or duplicated. With
 // --chunk-tokens, long documents are cut into token windows and each chunk is a row
 // ({id, chunk, start, end, embedding}); a resumed run goes on from the last chunk written.
-import { closeSync, existsSync, fsyncSync, openSync, readSync, statSync, truncateSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { Lexembed } from '../client/index.ts';
 import { TASKS } from '../contract/index.ts';
@@ -12,6 +12,8 @@ import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions, UsageError } from './options.ts';
 import { createProgress } from './progress.ts';
+import { messageOf } from '../util/message-of.ts';
+import { LEXEMBED_VERSION } from '../version.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
 
 export const EMBED_OPTIONS = {
@@ -66,6 +68,25 @@ ${describeOptions(EMBED_OPTIONS)}
 
 type EmbedBatch = (texts: string[]) => Promise<number[][]>;
 
+/** Which weights made the vectors: the API name, the folder's id and the fingerprint of its files. */
+interface ModelIdentity {
+  readonly name: string;
+  readonly id: string | null;
+  readonly fingerprint: string | null;
+}
+
+/** What an output's vectors depend on, kept beside it as OUT.meta.json. */
+interface RunSettings {
+  readonly model: ModelIdentity;
+  readonly task: string | null;
+  readonly dimensions: number | null;
+  readonly chunk_tokens: number | null;
+  readonly overlap_tokens: number | null;
+}
+
+/** The settings file beside an output. */
+export const metaPathOf = (output: string) => `${output}.meta.json`;
+
 export async function embedCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values: config, positionals, help } = parseOptions('lexembed embed', args, EMBED_OPTIONS, EmbedConfigSchema);
   if (help) return (out(EMBED_USAGE), 0);
@@ -107,17 +128,27 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   const task = config.task || null;
   const dimensions = config.dimensions === '' ? null : config.dimensions;
   let embedBatch: EmbedBatch;
+  let identity: () => Promise<ModelIdentity>;
+  let truncated = 0;
+  let maxInputTokens: number | null = null;
   let chunkText: ((text: string) => TextChunk[]) | null = null;
   let dispose = async () => {};
   if (config.remote) {
     // The key comes from LEXEMBED_API_KEY; without one, calls go unauthenticated (a --no-auth server).
     const client = new Lexembed({ baseURL: config.remote, apiKey: process.env.LEXEMBED_API_KEY?.trim() || null });
     embedBatch = async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding);
+    identity = () => remoteIdentity(config.remote, config['model-name']);
   } else {
     // On WebGPU the batch budget is measured at load (a GPU batches far more than the CPU's 512 tokens).
     const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), autoBatch: { tokens: true, size: true } });
     if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
     dispose = () => embedder.dispose();
+    if (dimensions !== null && dimensions > embedder.maxDimensions) {
+      await dispose();
+      throw new UsageError(`lexembed embed: --dimensions ${dimensions} exceeds the maximum of ${embedder.maxDimensions} for model "${embedder.modelName}" (${config.model}); pass an integer from 1 to ${embedder.maxDimensions}, or leave it out for the default ${embedder.settings.dimensions.default}`);
+    }
+    maxInputTokens = embedder.settings.max_input_tokens;
+    identity = async () => ({ name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null });
     if (chunking) {
       const check = embedder.chunkText('', chunking);
       if (!check.ok) throw new UsageError(`lexembed embed: --chunk-tokens/--overlap-tokens: ${check.problem.detail}`);
@@ -130,9 +161,15 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     embedBatch = async (texts) => {
       const r = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions });
       if (!r.ok) throw new Error(r.problem.detail ?? r.problem.code);
+      truncated += r.value.truncatedTexts ?? 0;
       return r.value.vectors.map((v) => Array.from(v));
     };
   }
+
+  // The output records how it was made; a resumed run must make the same vectors.
+  const made = runSettings(await identity(), task, dimensions, chunking);
+  checkOrWriteMeta(config.output, made, last !== null);
+  if (total === 0) err(`lexembed embed: warning: ${input} has no rows to embed${format === 'jsonl' ? ` (JSONL lines with "${config['id-field']}" and "${config['text-field']}")` : ''}`);
 
   // A document cut off mid-way is counted as done by the pass above; it is finished in this run.
   if (chunkText && last?.chunk !== undefined && chunkText(lastText).length - 1 > last.chunk) already--;
@@ -145,14 +182,14 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   let resuming = lastId !== null;
   const bad: string[] = [];
   /** A text to embed: a row, or one chunk of a row (with `lastOfRow` on its final chunk). */
-  type Item = { id: string; text: string; chunk?: TextChunk & { index: number; lastOfRow: boolean } };
+  type Item = { id: string; rawId: string | number; text: string; chunk?: TextChunk & { index: number; lastOfRow: boolean } };
   let batch: Item[] = [];
   let written = 0;
   const flush = async () => {
     if (!batch.length) return;
     const vectors = await embedBatch(batch.map((r) => r.text));
     const lines = batch.map((r, i) =>
-      JSON.stringify(r.chunk ? { id: r.id, chunk: r.chunk.index, start: r.chunk.start, end: r.chunk.end, embedding: vectors[i] } : { id: r.id, embedding: vectors[i] }),
+      JSON.stringify(r.chunk ? { id: r.rawId, chunk: r.chunk.index, start: r.chunk.start, end: r.chunk.end, embedding: vectors[i] } : { id: r.rawId, embedding: vectors[i] }),
     );
     writeSync(fd, lines.join('\n') + '\n');
     fsyncSync(fd); // a batch is either fully on disk or cut off at the torn line on resume
@@ -163,7 +200,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     batch = [];
   };
   /** The items of a row: itself, or its chunks (after `after` when the row was cut off mid-way). */
-  const itemsOf = (row: { id: string; text: string }, after: number): Item[] => {
+  const itemsOf = (row: { id: string; rawId: string | number; text: string }, after: number): Item[] => {
     if (!chunkText) return [row];
     const chunks = chunkText(row.text);
     if (after >= 0 && last?.end !== undefined && chunks[after]?.end !== last.end) {
@@ -172,11 +209,19 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
       );
     }
     return chunks
-      .map((c, index) => ({ id: row.id, text: c.text, chunk: { ...c, index, lastOfRow: index === chunks.length - 1 } }))
+      .map((c, index) => ({ id: row.id, rawId: row.rawId, text: c.text, chunk: { ...c, index, lastOfRow: index === chunks.length - 1 } }))
       .filter((item) => item.chunk.index > after);
   };
+  // Ctrl-C (or SIGTERM) stops after the batch being written, and says how to go on.
+  let interrupted: string | null = null;
+  const onSignal = (signal: string) => () => void (interrupted = signal);
+  const onInt = onSignal('SIGINT');
+  const onTerm = onSignal('SIGTERM');
+  process.once('SIGINT', onInt);
+  process.once('SIGTERM', onTerm);
   try {
     for await (const row of readCorpus(input, corpus)) {
+      if (interrupted) break;
       if (resuming) {
         // Up to and including the output's last row: handled by the earlier run (its last row's
         // later chunks, if it was cut off mid-way, are still to do).
@@ -210,12 +255,21 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
         batch = rest;
       }
     }
-    await flush();
+    if (!interrupted) await flush();
   } finally {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
     closeSync(fd);
     await dispose();
   }
   progress.end();
+  if (interrupted) {
+    err(`lexembed embed: ${interrupted}: stopped; ${written} ${chunking ? 'documents' : 'rows'} of this run are saved in ${config.output} (${already + written} of ${total} in all). Run the same command again to resume where it stopped.`);
+    return 130;
+  }
+  if (truncated > 0 && !chunking) {
+    err(`lexembed embed: ${truncated} text(s) were longer than the model's maximum input (${maxInputTokens ?? 'its'} tokens) and were cut (drop_end): their ends are not in the vectors. To embed long documents whole, use --chunk-tokens N (one row per chunk) into another --output.`);
+  }
   for (const line of bad.slice(0, 20)) err(`skipped ${line}`);
   if (bad.length > 20) err(`skipped ${bad.length - 20} more bad rows`);
   const chunks = chunking ? ` as ${chunksWritten} chunks` : '';
@@ -266,7 +320,7 @@ function resumePoint(path: string, err: (s: string) => void, chunked: boolean): 
   } catch {
     row = {};
   }
-  if (typeof row.id !== 'string' || !Array.isArray(row.embedding)) {
+  if ((typeof row.id !== 'string' && typeof row.id !== 'number') || !Array.isArray(row.embedding)) {
     throw new UsageError(`lexembed embed: ${path} does not end with an {id, embedding} row, so it is not an earlier run's output; choose another --output`);
   }
   const isChunk = typeof row.chunk === 'number' && typeof row.end === 'number';
@@ -275,5 +329,71 @@ function resumePoint(path: string, err: (s: string) => void, chunked: boolean): 
       `lexembed embed: ${path} was written ${isChunk ? 'with' : 'without'} --chunk-tokens (its rows ${isChunk ? 'are' : 'are not'} chunks); run with the same options, or choose another --output`,
     );
   }
-  return isChunk ? { id: row.id, chunk: row.chunk as number, end: row.end as number } : { id: row.id };
+  const id = String(row.id);
+  return isChunk ? { id, chunk: row.chunk as number, end: row.end as number } : { id };
+}
+
+function runSettings(model: ModelIdentity, task: string | null, dimensions: number | null, chunking: { size: number; overlap: number } | null): RunSettings {
+  return { model, task, dimensions, chunk_tokens: chunking?.size ?? null, overlap_tokens: chunking ? chunking.overlap : null };
+}
+
+/**
+ * A new output gets OUT.meta.json; an output with rows must have one that matches this run,
+ * field by field, or the run is refused naming the difference (its vectors would not mix).
+ */
+function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean): void {
+  const path = metaPathOf(output);
+  if (hasRows) {
+    if (!existsSync(path)) {
+      throw new UsageError(
+        `lexembed embed: ${output} has rows but no ${path} saying how they were made (an older lexembed wrote it, or it was copied without it), so this run cannot be checked against them; choose another --output`,
+      );
+    }
+    let recorded: RunSettings;
+    try {
+      recorded = JSON.parse(readFileSync(path, 'utf8')).settings;
+    } catch (error) {
+      throw new UsageError(`lexembed embed: ${path} is not readable JSON (${messageOf(error)}); choose another --output`);
+    }
+    const fields: [string, unknown, unknown][] = [
+      ['model name', recorded?.model?.name, run.model.name],
+      ['model id', recorded?.model?.id, run.model.id],
+      ['model fingerprint (the weights)', recorded?.model?.fingerprint, run.model.fingerprint],
+      ['task', recorded?.task, run.task],
+      ['dimensions', recorded?.dimensions, run.dimensions],
+      ['--chunk-tokens', recorded?.chunk_tokens, run.chunk_tokens],
+      ['--overlap-tokens', recorded?.overlap_tokens, run.overlap_tokens],
+    ];
+    const differ = fields.filter(([, a, b]) => (a ?? null) !== (b ?? null));
+    if (differ.length) {
+      const show = (v: unknown) => (v === null || v === undefined ? 'none (default)' : JSON.stringify(v));
+      throw new UsageError(
+        `lexembed embed: ${output} was made with other settings than this run, and its vectors would not mix with these: ${differ.map(([name, a, b]) => `${name} ${show(a)} there, ${show(b)} now`).join('; ')} (${path}). Rerun with the same settings to resume, or choose another --output`,
+      );
+    }
+    return;
+  }
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify({ lexembed: LEXEMBED_VERSION, created: new Date().toISOString(), settings: run }, null, 2)}\n`);
+  renameSync(tmp, path);
+}
+
+/** The remote server's model id and fingerprint, from its /health (the base URL less /v1). */
+async function remoteIdentity(baseURL: string, modelName: string): Promise<ModelIdentity> {
+  const url = `${baseURL.replace(/\/+$/, '').replace(/\/v1$/, '')}/health`;
+  let res: Response;
+  try {
+    res = await fetch(url);
+  } catch (error) {
+    throw new Error(`cannot reach ${url}: ${causeOf(error)}; is the server running, and is --remote (LEXEMBED_BASE_URL) right?`);
+  }
+  const body = (await res.json().catch(() => ({}))) as { model_id?: string; fingerprint?: string };
+  if (!res.ok) throw new Error(`${url} answered ${res.status}: the server is not ready (is the model still loading?)`);
+  return { name: modelName, id: body.model_id ?? null, fingerprint: body.fingerprint ?? null };
+}
+
+/** An error's message with its cause's code and message (fetch's "fetch failed" hides them there). */
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
+  return cause ? `${cause.code ?? ''}${cause.code && cause.message ? ' ' : ''}${cause.message ?? ''}`.trim() : messageOf(error);
 }

@@ -5,7 +5,8 @@ import type { z } from 'zod';
 import { messageOf } from '../util/message-of.ts';
 
 export interface OptionSpec {
-  readonly env?: string;
+  /** The environment variable(s) read when the flag is absent, first set wins (e.g. LEXEMBED_PORT, then PORT). */
+  readonly env?: string | readonly string[];
   readonly default?: string;
   readonly help: string;
   /** A flag without a value (e.g. --no-auth). */
@@ -19,7 +20,7 @@ export function describeOptions(specs: OptionSpecs): string {
   return Object.entries(specs)
     .map(([name, o]) => {
       const flag = `--${name}${o.boolean ? '' : ' <value>'}`;
-      const meta = [o.env ? `env ${o.env}` : '', o.default !== undefined ? `default: ${o.default === '' ? '(none)' : o.default}` : ''].filter(Boolean).join('; ');
+      const meta = [o.env ? `env ${envNames(o).join(' or ')}` : '', o.default !== undefined ? `default: ${o.default === '' ? '(none)' : o.default}` : ''].filter(Boolean).join('; ');
       return `  ${flag.padEnd(26)} ${o.help}${meta ? `\n  ${' '.repeat(27)}(${meta})` : ''}`;
     })
     .join('\n');
@@ -33,6 +34,8 @@ export function parseOptions<S extends z.ZodType>(
   schema: S,
   env: NodeJS.ProcessEnv = process.env,
 ): { values: z.output<S>; positionals: string[]; help: boolean } {
+  // --help wins over everything else on the line (a missing required option, an unknown flag).
+  if (args.some((a) => a === '--help' || a === '-h')) return { values: undefined as never, positionals: [], help: true };
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
@@ -45,12 +48,17 @@ export function parseOptions<S extends z.ZodType>(
       strict: true,
     });
   } catch (error) {
+    const unknown = /Unknown option '(--?[^']+)'/.exec(messageOf(error))?.[1];
+    if (unknown) {
+      const guess = closest(unknown.replace(/^-+/, '').split('=')[0]!, Object.keys(specs));
+      throw new UsageError(`${command}: unknown option ${unknown}${guess ? `; did you mean --${guess}?` : ''} (run ${command} --help for the options)`);
+    }
     throw new UsageError(`${command}: ${messageOf(error)}; run ${command} --help`);
   }
   const raw: Record<string, unknown> = {};
   for (const [name, o] of Object.entries(specs)) {
     const flag = parsed.values[name];
-    const fromEnv = o.env ? env[o.env] : undefined;
+    const fromEnv = envNames(o).map((n) => env[n]).find((v) => v !== undefined);
     raw[name] = o.boolean ? flag === true || (fromEnv !== undefined && /^(1|true|yes)$/i.test(fromEnv)) : (flag ?? fromEnv ?? o.default);
   }
   const result = schema.safeParse(raw);
@@ -58,9 +66,33 @@ export function parseOptions<S extends z.ZodType>(
     const lines = result.error.issues.map((issue) => {
       const name = String(issue.path[0]);
       const spec = specs[name];
-      return `${command}: --${name}${spec?.env ? ` (${spec.env})` : ''} ${issue.message}; got ${JSON.stringify(raw[name] ?? null)}`;
+      const from = spec ? envNames(spec).find((n) => env[n] !== undefined && parsed.values[name] === undefined) : undefined;
+      return `${command}: --${name}${from ? ` (from ${from})` : ''} ${issue.message}; got ${JSON.stringify(raw[name] ?? null)}`;
     });
     throw new UsageError(lines.join('\n'));
   }
   return { values: result.data, positionals: parsed.positionals, help: parsed.values.help === true };
 }
+
+/** The option name nearest to `name` (edit distance at most a third of its length, min 2), or null. */
+export function closest(name: string, candidates: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(name, c);
+    if (d < bestDistance || (c.startsWith(name) && name.length >= 3 && d < bestDistance + 4)) (best = c), (bestDistance = Math.min(d, bestDistance));
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+const envNames = (o: OptionSpec): readonly string[] => (o.env === undefined ? [] : typeof o.env === 'string' ? [o.env] : o.env);

@@ -15,8 +15,8 @@ import { describeOptions, parseOptions } from './options.ts';
 import { DEV_KEY_FILE, openKeyStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
 
 export const SERVE_OPTIONS = {
-  port: { env: 'PORT', default: '8080', help: 'TCP port to listen on' },
-  host: { env: 'HOST', default: '', help: 'address to bind (default 127.0.0.1; 0.0.0.0, all interfaces, in proxy mode)' },
+  port: { env: ['LEXEMBED_PORT', 'PORT'], default: '8080', help: 'TCP port to listen on' },
+  host: { env: ['LEXEMBED_HOST', 'HOST'], default: '', help: 'address to bind (default 127.0.0.1; 0.0.0.0, all interfaces, in proxy mode)' },
   deployment: { env: 'LEXEMBED_DEPLOYMENT', default: 'api', help: 'api (public API with keys) or proxy (private deployment: /invocations, /ping, no keys)' },
   model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'model folder (config.json, tokenizer.json, onnx/, lexembed.json)' },
   'model-name': { env: 'LEXEMBED_MODEL_NAME', default: '', help: 'model name the API accepts (default: from lexembed.json, legal-2-embedder)' },
@@ -135,7 +135,8 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     maxBodyBytes: config['max-body-bytes'],
     deployment: config.deployment,
     metrics,
-    log: (record) => logRecord(record.status >= 500 ? 'error' : 'info', { ...record }),
+    // 503 is an expected state (loading, full queue, draining), not a fault: warn, so alerts on errors stay quiet.
+    log: (record) => logRecord(record.status === 503 ? 'warn' : record.status >= 500 ? 'error' : 'info', { ...record }),
     corsOrigins: config['cors-origins'] ? config['cors-origins'].split(',').map((o) => o.trim()) : [],
     onUnexpectedError: (error) => logRecord('error', { msg: 'unexpected error', error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
   });

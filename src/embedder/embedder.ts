@@ -107,6 +107,7 @@ export function createEmbedder(
 
   async function embedAdmitted(input: EmbedInput, prompt: string, reservation: Reservation, options: EmbedOptions): Promise<Result<EmbedOutput>> {
     const sequences: number[][] = [];
+    let truncatedTexts = 0;
     const pause = pauser();
     for (const [index, text] of input.texts.entries()) {
       await pause();
@@ -123,6 +124,7 @@ export function createEmbedder(
           ),
         };
       }
+      if (ids.length > maxTokens) truncatedTexts++;
       sequences.push(truncateToMaxTokens(ids, maxTokens));
     }
     const submitted = await submit(sequences, options.signal, reservation);
@@ -134,6 +136,7 @@ export function createEmbedder(
       value: {
         vectors: pooled.map((v) => truncateAndNormalize(v, dimensions)),
         inputTokens: sequences.reduce((n, s) => n + s.length, 0),
+        truncatedTexts,
       },
     };
   }

@@ -30,6 +30,8 @@ export interface EmbedOutput {
   readonly vectors: Float32Array[];
   /** Tokens fed to the model: prompt and special tokens included, after truncation. */
   readonly inputTokens: number;
+  /** Texts cut to the model's maximum by overflow_strategy drop_end (their end was not embedded). */
+  readonly truncatedTexts?: number;
 }
 
 export interface RerankInput {

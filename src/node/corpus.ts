@@ -5,7 +5,8 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 export type CorpusFormat = 'jsonl' | 'csv' | 'text';
-export type CorpusRow = { line: number; id: string; text: string } | { line: number; error: string };
+/** `id` is the row's id as text (for matching); `rawId` as the input has it (a JSON number stays a number). */
+export type CorpusRow = { line: number; id: string; rawId: string | number; text: string } | { line: number; error: string };
 
 export interface CorpusOptions {
   readonly format: CorpusFormat;
@@ -26,7 +27,7 @@ export async function* readCorpus(path: string, options: CorpusOptions): AsyncGe
     for await (const line of lines) {
       lineNo++;
       if (!line.trim()) continue; // blank lines separate nothing; skipped silently
-      yield { line: lineNo, id: String(lineNo), text: line };
+      yield { line: lineNo, id: String(lineNo), rawId: lineNo, text: line };
     }
     return;
   }
@@ -81,7 +82,7 @@ function toRow(line: number, row: Record<string, unknown>, options: CorpusOption
   if (typeof id !== 'string' && typeof id !== 'number') return { line, error: `missing "${options.idField}" (string or number)` };
   if (typeof text !== 'string') return { line, error: `missing "${options.textField}" (string)` };
   if (!/\S/u.test(text)) return { line, error: `"${options.textField}" has no non-whitespace character` };
-  return { line, id: String(id), text };
+  return { line, id: String(id), rawId: id, text };
 }
 
 function splitCsvRecord(record: string): string[] | null {

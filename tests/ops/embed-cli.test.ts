@@ -41,7 +41,7 @@ describe('lexembed embed', () => {
     writeFileSync(txt, 'first text\n\nthird line text\n');
     const out2 = join(dir, 't.out.jsonl');
     expect((await embed(txt, out2)).code).toBe(0);
-    expect(readOut(out2).map((x) => x.id)).toEqual(['1', '3']);
+    expect(readOut(out2).map((x) => x.id)).toEqual([1, 3]); // line numbers, as numbers
   });
 
   it('reports bad rows by line number: stop by default, skip on request', async () => {
@@ -137,7 +137,7 @@ describe('lexembed embed', () => {
     // Other chunk options cannot resume into it, and a row output is not a chunk output.
     const other = await embedStatic(input, output, '--chunk-tokens', '60');
     expect(other.code).not.toBe(0);
-    expect(other.stderr).toMatch(/it was written with other --chunk-tokens\/--overlap-tokens; use those, or choose another --output/);
+    expect(other.stderr).toMatch(/was made with other settings than this run.*--chunk-tokens \d+ there, 60 now/);
     const rowsInto = await embedStatic(input, output);
     expect(rowsInto.stderr).toMatch(/was written with --chunk-tokens \(its rows are chunks\); run with the same options, or choose another --output/);
     expect((await embedStatic(input, join(dir, 'x.jsonl'), '--chunk-tokens', '9999')).stderr).toMatch(/--chunk-tokens\/--overlap-tokens: the chunk size must be an integer from 1 to \d+ tokens/);
@@ -167,11 +167,96 @@ describe('lexembed embed', () => {
       const localOut = join(dir, 'local.out.jsonl');
       await embed(input, localOut);
       const [remote, local] = [readOut(remoteOut), readOut(localOut)];
-      expect(remote.map((x) => x.id)).toEqual(['1', '2']);
+      expect(remote.map((x) => x.id)).toEqual([1, 2]);
       remote.forEach((row, i) => row.embedding.forEach((x, k) => expect(x).toBeCloseTo(local[i]!.embedding[k]!, 5)));
     } finally {
       await server.stop();
     }
+  });
+
+  it('records how an output was made and refuses to resume it with other dimensions, task or weights, naming the difference', async () => {
+    const input = join(dir, 'meta.jsonl');
+    writeFileSync(input, [JSON.stringify({ id: 7, text: 'Lease of premises' }), JSON.stringify({ id: 'b', text: 'Notice' })].join('\n') + '\n');
+    const output = join(dir, 'meta.out.jsonl');
+    const first = await embedStatic(input, output, '--dimensions', '64');
+    expect(first.code, first.stderr).toBe(0);
+    const meta = JSON.parse(readFileSync(`${output}.meta.json`, 'utf8'));
+    expect(meta.settings).toMatchObject({ model: { name: 'legal-2-embedder', id: 'legal-2-embedder-static-v2' }, task: null, dimensions: 64, chunk_tokens: null });
+    expect(meta.settings.model.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
+    // Ids keep their JSON type.
+    expect(readOut(output).map((x) => x.id)).toEqual([7, 'b']);
+    // The same settings resume (nothing to do); other ones are refused, naming what differs.
+    const same = await embedStatic(input, output, '--dimensions', '64');
+    expect(same.code, same.stderr).toBe(0);
+    expect(same.stdout).toContain('embedded 0 rows');
+    const dims = await embedStatic(input, output, '--dimensions', '128');
+    expect(dims.code).toBe(2);
+    expect(dims.stderr).toContain('dimensions 64 there, 128 now');
+    const task = await embedStatic(input, output, '--dimensions', '64', '--task', 'retrieval/query');
+    expect(task.stderr).toContain('task none (default) there, "retrieval/query" now');
+    const weights = await embed(input, output, '--dimensions', '64');
+    expect(weights.code).toBe(2);
+    expect(weights.stderr).toMatch(/model id "legal-2-embedder-static-v2" there, "legal-2-embedder-hybrid-v\d+" now; model fingerprint \(the weights\) "sha256:\w+" there, "sha256:\w+" now/);
+    expect(readOut(output)).toHaveLength(2);
+    // An output with rows but no settings file cannot be checked.
+    rmSync(`${output}.meta.json`);
+    expect((await embedStatic(input, output, '--dimensions', '64')).stderr).toContain('has rows but no');
+  });
+
+  it('validates --dimensions as the server does, counts truncated texts, warns on an empty input', async () => {
+    const input = join(dir, 'long.jsonl');
+    const long = 'The tenant shall keep the premises in good repair. '.repeat(120);
+    writeFileSync(input, [JSON.stringify({ id: 'long', text: long }), JSON.stringify({ id: 'short', text: 'Rent' })].join('\n') + '\n');
+    const tooWide = await embedStatic(input, join(dir, 'wide.jsonl'), '--dimensions', '4096');
+    expect(tooWide.code).toBe(2);
+    expect(tooWide.stderr).toContain('--dimensions 4096 exceeds the maximum of 384 for model "legal-2-embedder"');
+    expect(existsSync(join(dir, 'wide.jsonl'))).toBe(false);
+    const cut = await embedStatic(input, join(dir, 'cut.jsonl'));
+    expect(cut.code, cut.stderr).toBe(0);
+    expect(cut.stderr).toContain("1 text(s) were longer than the model's maximum input (512 tokens) and were cut (drop_end)");
+    expect(cut.stderr).toContain('--chunk-tokens');
+    const chunked = await embedStatic(input, join(dir, 'chunked.jsonl'), '--chunk-tokens', '256');
+    expect(chunked.stderr).not.toContain('were cut');
+    const empty = join(dir, 'empty.jsonl');
+    writeFileSync(empty, '\n');
+    const none = await embedStatic(empty, join(dir, 'none.jsonl'));
+    expect(none.code).toBe(0);
+    expect(none.stderr).toContain('warning: ' + empty + ' has no rows to embed');
+  });
+
+  it('Ctrl-C stops after the batch being written and says how to resume', async () => {
+    const input = join(dir, 'sigint.jsonl');
+    writeFileSync(input, Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ id: i, text: `Clause ${i}: the lessee shall pay rent monthly in advance.` })).join('\n') + '\n');
+    const output = join(dir, 'sigint.out.jsonl');
+    const child = spawn(process.execPath, [CLI, 'embed', input, '--output', output, '--model', STATIC_MODEL_DIR, '--progress', 'never']);
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (existsSync(output) && readFileSync(output, 'utf8').split('\n').length > 100) (clearInterval(poll), resolve());
+      }, 20);
+    });
+    child.kill('SIGINT');
+    expect(await code).toBe(130);
+    expect(stderr).toMatch(/SIGINT: stopped; \d+ rows of this run are saved in .*sigint\.out\.jsonl \(\d+ of 20000 in all\)\. Run the same command again to resume/);
+    const saved = readOut(output);
+    expect(saved.length).toBeLessThan(20_000);
+    expect(saved.map((r) => r.id)).toEqual(Array.from({ length: saved.length }, (_, i) => i));
+  }, 120_000);
+
+  it('--help wins over everything else on the line; unknown flags get a suggestion', async () => {
+    const help = await runCli(['embed', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: lexembed embed');
+    expect((await runCli(['embed', 'x.jsonl', '--bogus', '--help'])).stdout).toContain('Usage: lexembed embed');
+    expect((await runCli(['serve', '--port', 'nope', '--help'])).stdout).toContain('Usage: lexembed serve');
+    const typo = await runCli(['embed', 'x.jsonl', '--ouput', 'y.jsonl']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('unknown option --ouput; did you mean --output?');
+    expect((await runCli(['serve', '--prot', '9'])).stderr).toContain('did you mean --port?');
+    const env = await runCli(['serve', '--model', join(dir, 'none')], { LEXEMBED_PORT: 'abc' });
+    expect(env.stderr).toContain('--port (from LEXEMBED_PORT) must be an integer from 0 to 65535; got "abc"');
   });
 
   it('explains a missing input or output', async () => {
