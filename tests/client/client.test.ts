@@ -179,6 +179,8 @@ describe('client retries, timeouts and connection errors', () => {
     const error = await new Lexembed({ apiKey: null, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 1 }).embeddings.create({ model: MODEL, texts: 'x' }).catch((e) => e);
     expect(error).toBeInstanceOf(APIConnectionError);
     expect(error).not.toBeInstanceOf(APIConnectionTimeoutError);
+    // The message names the call and the cause, not only fetch's "fetch failed".
+    expect(error.message).toContain(`POST http://127.0.0.1:${port}/v1/embeddings failed: fetch failed (connect ECONNREFUSED 127.0.0.1:${port})`);
     expect(performance.now() - started).toBeGreaterThanOrEqual(350); // one backoff of ~0.375–0.5 s
   });
 });

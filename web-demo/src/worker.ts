@@ -41,7 +41,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
         post({ type: 'ready', backend: 'server', reason: `lexembed server at ${message.mode.baseURL}`, loadMs: performance.now() - started });
       }
     } catch (error) {
-      post({ type: 'failed', message: messageOf(error) });
+      post({ type: 'failed', message: message.mode.kind === 'remote' ? await explainRemoteFailure(error, message.mode.baseURL) : messageOf(error) });
     }
     return;
   }
@@ -72,3 +72,18 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
     post({ type: 'error', id: message.id, message: messageOf(e), name: e.name, status: e.status, title: e.title, detail: e.detail, errorType: e.type });
   }
 };
+
+/**
+ * A browser reports a refused cross-origin call and an unreachable server alike ("Failed to
+ * fetch"). A no-cors probe tells them apart: it gets an (opaque) answer when the server is up,
+ * so the call failed on CORS, and that has one fix, on the server.
+ */
+async function explainRemoteFailure(error: unknown, baseURL: string): Promise<string> {
+  if ((error as APIError)?.name !== 'APIConnectionError') return messageOf(error);
+  try {
+    await fetch(baseURL, { mode: 'no-cors' });
+  } catch {
+    return `${messageOf(error)}. Nothing answers at ${baseURL}: is the server running, and is the URL right?`;
+  }
+  return `the server at ${baseURL} answers, but does not allow calls from this page's origin (CORS): start it with --cors-origins ${self.location.origin} (or LEXEMBED_CORS_ORIGINS)`;
+}
