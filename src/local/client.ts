@@ -55,10 +55,24 @@ export interface LocalClient {
  * @example const client = createLocalClient({ model: '/models/legal-2-embedder/' });
  *          const { embeddings } = await client.embeddings.create({ model: 'legal-2-embedder', texts: ['Lease'] });
  */
+const NODE_MESSAGE =
+  'createLocalClient runs the model in a browser or a web worker (model files fetched from `model`, onnxruntime-web); ' +
+  "in Node, load a model folder from disk with loadModelFolder (lexembed/server) or call a server started with `npx lexembed serve` through new Lexembed()";
+
+/** Node (not a browser, worker or workerd): process.versions.node, with no window or WorkerGlobalScope. */
+const isNode = () =>
+  typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string' &&
+  typeof (globalThis as { window?: unknown }).window === 'undefined' &&
+  typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope === 'undefined';
+
 export function createLocalClient(options: LocalClientOptions): LocalClient {
   const docsUrl = options.docsUrl ?? '/docs';
-  const loading = load(options);
+  const loading = isNode() ? Promise.reject(new Error(NODE_MESSAGE)) : load(options);
   loading.catch(() => {});
+  // Handled here too: a caller that never awaits `ready` must not get an unhandled rejection
+  // (which ends a Node process); one that awaits it still gets the error, once.
+  const ready = loading.then(({ choice, loadMs }) => ({ ...choice, loadMs }));
+  ready.catch(() => {});
   /** The server's operation, in this page: its body, or its problem as the HTTP client's typed error. */
   const run = async <T>(operation: (body: unknown, embedder: Embedder) => Promise<Outcome<T>>, params: unknown): Promise<T> => {
     const { embedder } = await loading;
@@ -77,7 +91,7 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
       if (!chunks.ok) throw toError(chunks.problem, docsUrl);
       return chunks.value;
     },
-    ready: loading.then(({ choice, loadMs }) => ({ ...choice, loadMs })),
+    ready,
     async dispose() {
       await (await loading).embedder.dispose();
     },
