@@ -38,6 +38,11 @@ export const SERVE_OPTIONS = {
     boolean: true,
     help: 'never create a development key (by default the first start on an empty file store writes one to <data-dir>/dev-key.txt; a Redis store never gets one)',
   },
+  'drain-delay': {
+    env: 'LEXEMBED_DRAIN_DELAY',
+    default: '0',
+    help: 'seconds between SIGTERM and closing the listener, while /readyz already answers 503 and requests are still served (so a load balancer or Kubernetes stops sending first; e.g. 5 there)',
+  },
   'cors-origins': { env: 'LEXEMBED_CORS_ORIGINS', default: '', help: 'comma-separated origins browsers may call from, or * (default: CORS off)' },
   ...STORE_OPTIONS,
 };
@@ -60,6 +65,7 @@ const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).ext
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
   'no-dev-key': z.boolean(),
+  'drain-delay': z.coerce.number({ error: 'must be a number of seconds from 0 to 600' }).min(0, { error: 'must be a number of seconds from 0 to 600' }).max(600, { error: 'must be a number of seconds from 0 to 600' }),
   'cors-origins': z
     .string()
     .refine((v) => v === '' || v.split(',').every((o) => o.trim() === '*' || /^https?:\/\/[^\s/]+$/.test(o.trim())), {
@@ -77,6 +83,8 @@ ${describeOptions(SERVE_OPTIONS)}
 `;
 
 const DRAIN_TIMEOUT_MS = 10_000;
+/** A key hash no key has: /readyz looks it up to see that the key store answers. */
+const READINESS_PROBE_HASH = '0'.repeat(64);
 
 export async function serveCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values: config, help } = parseOptions('lexembed serve', args, SERVE_OPTIONS, ServeConfigSchema);
@@ -111,6 +119,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     logRecord('warn', { msg: 'authentication is off (--no-auth)' });
   }
 
+  let draining = false;
   const started = Date.now();
   const metrics = createServerMetrics();
   const embedder = loadModelFolder(config.model, {
@@ -137,6 +146,11 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     metrics,
     // 503 is an expected state (loading, full queue, draining), not a fault: warn, so alerts on errors stay quiet.
     log: (record) => logRecord(record.status === 503 ? 'warn' : record.status >= 500 ? 'error' : 'info', { ...record }),
+    readiness: {
+      draining: () => draining,
+      // One key lookup: the cheapest call that proves the store answers (Redis: one GET).
+      checkStore: store ? () => store.findKeyByHash(READINESS_PROBE_HASH).then(() => {}) : undefined,
+    },
     corsOrigins: config['cors-origins'] ? config['cors-origins'].split(',').map((o) => o.trim()) : [],
     onUnexpectedError: (error) => logRecord('error', { msg: 'unexpected error', error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
   });
@@ -156,6 +170,11 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
   }
   const signal = await stopped;
+  draining = true;
+  if (config['drain-delay'] > 0) {
+    log(`${signal}: /readyz answers 503 now; still serving for ${config['drain-delay']} s (--drain-delay) so the load balancer stops sending first`);
+    await new Promise((r) => setTimeout(r, config['drain-delay'] * 1000));
+  }
   log(`${signal}: closing (no new connections; finishing every request received, at most ${DRAIN_TIMEOUT_MS / 1000} s)`);
   const { unfinished } = await server.close(DRAIN_TIMEOUT_MS);
   if (unfinished) logRecord('error', { msg: `drain timed out: answered ${unfinished} unfinished request(s) with 503 Retry-After` });

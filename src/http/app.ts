@@ -42,7 +42,15 @@ export interface AppOptions {
   readonly log?: (record: RequestLogRecord) => void;
   /** Origins allowed to call from browsers ("*" for any); CORS is off when empty. */
   readonly corsOrigins?: readonly string[];
+  /**
+   * What GET /readyz checks beside the model (load balancers and Kubernetes send traffic only to a
+   * ready replica): whether the server is draining (SIGTERM), and whether the key store answers.
+   */
+  readonly readiness?: { readonly draining: () => boolean; readonly checkStore?: () => Promise<void> };
 }
+
+/** How long /readyz waits for the key store before calling it unreachable. */
+const STORE_CHECK_MS = 1_000;
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -210,6 +218,40 @@ export function createApp(options: AppOptions): Hono<Env> {
         if (loaded) return { ok: true, value: { body: { status: 'ok', model: loaded.modelName, ...modelIdentity(loaded), backend: loaded.backendName }, inputTokens: null } };
         const detail = state.failed() ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
         return { ok: false, problem: problem('unavailable', detail, { 'retry-after': '1' }) };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/livez',
+      operationId: 'livez',
+      summary: 'Liveness: 200 while the process runs and its event loop answers (restart the container otherwise)',
+      ok: { description: 'Alive', media: 'application/json', schema: { type: 'object', properties: { status: { const: 'alive' } }, required: ['status'] } },
+      handler: (c) => c.json({ status: 'alive' }),
+    },
+    {
+      method: 'GET',
+      path: '/readyz',
+      operationId: 'readyz',
+      summary: 'Readiness: 200 when the model is loaded, the key store answers and the server is not draining; 503 otherwise',
+      ok: { description: 'Ready for traffic', media: 'application/json', schema: { type: 'object', properties: { status: { const: 'ready' } }, required: ['status'] } },
+      problems: ['unavailable'],
+      async handler() {
+        const unready = (detail: string) => ({ ok: false as const, problem: problem('unavailable', detail, { 'retry-after': '1' }) });
+        if (options.readiness?.draining()) return unready('the server is shutting down: it finishes the requests it has and takes no new ones; send them to another replica');
+        const loaded = state.loaded();
+        if (!loaded) return unready(state.failed() ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly');
+        if (options.readiness?.checkStore) {
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${STORE_CHECK_MS} ms`)), STORE_CHECK_MS)));
+          try {
+            await Promise.race([options.readiness.checkStore(), timeout]);
+          } catch (error) {
+            return unready(`the key store cannot be reached (${error instanceof Error ? error.message : String(error)}), so no API key can be checked`);
+          } finally {
+            clearTimeout(timer);
+          }
+        }
+        return { ok: true, value: { body: { status: 'ready', model: loaded.modelName, ...modelIdentity(loaded) }, inputTokens: null } };
       },
     },
     ...(proxyMode

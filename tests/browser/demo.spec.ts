@@ -115,6 +115,27 @@ test('the in-page client reranks with the Node server\'s scores, and refuses wha
   expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, title: 'Validation error' });
 });
 
+test('a server that does not allow the page\'s origin is named as a CORS refusal with the flag that fixes it; a stopped one as unreachable', async ({ page }) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-demo-'));
+  const server = await startServe(['--data-dir', dataDir, '--no-dev-key']); // no --cors-origins
+  try {
+    await offline(page);
+    await page.goto('/?device=wasm');
+    await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+    await page.check('input[name=mode][value=remote]');
+    await page.fill('#server-url', `${server.url}/v1`);
+    await page.fill('#api-key', 'lxk_v1_whatever');
+    await page.click('#apply');
+    await expect(page.locator('#status')).toContainText("does not allow calls from this page's origin (CORS): start it with --cors-origins http://127.0.0.1:4173", { timeout: 30_000 });
+    await server.stop();
+    await page.click('#apply');
+    await expect(page.locator('#status')).toContainText(`Nothing answers at ${server.url}/v1`, { timeout: 30_000 });
+  } finally {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('the switch points the page at a lexembed server (CORS, API key)', async ({ page }) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-demo-'));
   const key = (await runCli(['keys', 'create', '--account', 'demo', '--data-dir', dataDir])).stdout.trim().split('\n').at(-1)!;

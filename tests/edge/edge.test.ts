@@ -118,3 +118,37 @@ describe('edge worker in workerd', () => {
     expect((await post({ model: 'legal-2-embedder', texts: 'x' }, `Bearer ${other.key}`)).status).toBe(401);
   });
 });
+
+describe('npm run edge:dev (the documented local run)', () => {
+  it('serves the built Worker in workerd on a port, with the static model from the folder, and answers /v1/embeddings', async () => {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [join(PROJECT_ROOT, 'edge', 'dev.mjs'), '--no-auth', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`edge:dev did not start:\n${output}`)), 60_000);
+        child.on('exit', (code) => reject(new Error(`edge:dev exited with ${code}:\n${output}`)));
+        child.stdout.on('data', () => {
+          const m = /edge Worker \(workerd\) on (http:\/\/[^\s]+?)\/? serving/.exec(output);
+          if (m) (clearTimeout(timer), resolve(m[1]!));
+        });
+      });
+      const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice of termination'] }) });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect((await res.json()).embeddings[0].embedding).toHaveLength(384);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 120_000);
+
+  it('says what is missing: no keys and no --no-auth', async () => {
+    const { execFile } = await import('node:child_process');
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) =>
+      execFile(process.execPath, [join(PROJECT_ROOT, 'edge', 'dev.mjs'), '--keys', '/nonexistent/keys.json'], (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr })),
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('no key store at /nonexistent/keys.json');
+  });
+});

@@ -1,0 +1,66 @@
+// The README's curl examples run, as written, against a real `lexembed serve` on the bundled
+// model, and answer what the README shows: the same shape, the same counts (usage, indices) and
+// the same figures at the precision printed. An example that stops working, or a figure that
+// goes stale when the model changes, fails here.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
+import { startServe, type ServerProcess } from '../support/cli.ts';
+
+const run = promisify(execFile);
+const README = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+
+/** Each ```sh block that calls the server, with the ```json block that follows it (its output). */
+function examples(): { command: string; expected: string }[] {
+  const blocks = [...README.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  return blocks.flatMap((b, i) =>
+    b.lang === 'sh' && b.body.includes('curl -s http://127.0.0.1:8080/') && blocks[i + 1]?.lang === 'json' ? [{ command: b.body, expected: blocks[i + 1]!.body.trim() }] : [],
+  );
+}
+
+/** Same keys, same array nesting; integers equal; other numbers equal at the decimals shown. */
+function expectLike(actual: unknown, expected: unknown, path = '$'): void {
+  if (typeof expected === 'number') {
+    expect(typeof actual, path).toBe('number');
+    if (Number.isInteger(expected) && !String(expected).includes('.')) expect(actual, path).toBe(expected);
+    else {
+      const decimals = String(expected).split('.')[1]?.length ?? 0;
+      expect(Math.abs((actual as number) - expected), `${path}: ${actual} shown as ${expected}`).toBeLessThanOrEqual(0.5 * 10 ** -decimals + 1e-12);
+    }
+  } else if (Array.isArray(expected)) {
+    expect(Array.isArray(actual), path).toBe(true);
+    expected.forEach((e, i) => expectLike((actual as unknown[])[i], e, `${path}[${i}]`));
+  } else if (expected && typeof expected === 'object') {
+    expect(Object.keys(actual as object).sort(), path).toEqual(Object.keys(expected).sort());
+    for (const [k, v] of Object.entries(expected)) expectLike((actual as Record<string, unknown>)[k], v, `${path}.${k}`);
+  } else {
+    expect(actual, path).toEqual(expected);
+  }
+}
+
+describe("README's curl examples against the real server", () => {
+  let dir: string;
+  let server: ServerProcess;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'lexembed-readme-'));
+    // The first start makes ./.lexembed/dev-key.txt, which the README's export reads.
+    server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', join(dir, '.lexembed')]);
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('finds the examples', () => expect(examples().length).toBeGreaterThanOrEqual(2));
+
+  it.each(examples().map((e) => [e.command.split('\n').find((l) => l.includes('curl'))!.trim(), e] as const))('%s', async (_, { command, expected }) => {
+    const script = `set -e\nexport LEXEMBED_API_KEY=$(cat .lexembed/dev-key.txt)\n${command.replaceAll('http://127.0.0.1:8080', server.url)}`;
+    const { stdout } = await run('bash', ['-c', script], { cwd: dir });
+    // The README elides long arrays with "…": compare what it shows.
+    expectLike(JSON.parse(stdout), JSON.parse(expected.replace(/,\s*…/g, '')));
+  });
+});
