@@ -32,6 +32,11 @@ export const EMBED_OPTIONS = {
   'model-name': { default: 'legal-2-embedder', help: 'model name sent to a remote server' },
   'on-error': { default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
   progress: { default: 'auto', help: 'progress bar: auto (on a terminal, else periodic lines), always, never' },
+  shard: {
+    env: 'LEXEMBED_SHARD',
+    default: '',
+    help: 'I/N: embed only the I-th (from 0) of N contiguous parts of the input, into this --output (run the N shards on N machines; their outputs concatenated in order are one run\'s); auto/N takes I from JOB_COMPLETION_INDEX (a Kubernetes indexed Job)',
+  },
 };
 
 const EmbedConfigSchema = DeviceConfigSchema.extend({
@@ -49,6 +54,7 @@ const EmbedConfigSchema = DeviceConfigSchema.extend({
   'model-name': z.string().min(1),
   'on-error': z.enum(['stop', 'skip'], { error: 'must be stop or skip' }),
   progress: z.enum(['auto', 'always', 'never'], { error: 'must be auto, always or never' }),
+  shard: z.string().regex(/^$|^(\d+|auto)\/\d+$/, { error: 'must be I/N (e.g. 0/4) or auto/N' }),
 });
 
 export const EMBED_USAGE = `Usage: lexembed embed <input> --output <out.jsonl> [options]
@@ -82,6 +88,7 @@ interface RunSettings {
   readonly dimensions: number | null;
   readonly chunk_tokens: number | null;
   readonly overlap_tokens: number | null;
+  readonly shard?: string | null;
 }
 
 /** The settings file beside an output. */
@@ -102,6 +109,9 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   }
   if (!chunking && config['overlap-tokens'] > 0) throw new UsageError('lexembed embed: --overlap-tokens needs --chunk-tokens');
 
+  const shard = await shardOf(config.shard, input, corpus);
+  const rowsOf = () => (shard ? inShard(readCorpus(input, corpus), shard) : readCorpus(input, corpus));
+
   // Rows are written in input order, so the output's last row says how far an earlier run got.
   const last = resumePoint(config.output, err, chunking !== null);
   const lastId = last?.id ?? null;
@@ -110,7 +120,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   let found = lastId === null;
   let lastText = '';
   const counted = new Set<string>();
-  for await (const row of readCorpus(input, corpus)) {
+  for await (const row of rowsOf()) {
     if (!('id' in row)) continue;
     total++;
     if (!found && !counted.has(row.id)) (counted.add(row.id), already++);
@@ -167,7 +177,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   }
 
   // The output records how it was made; a resumed run must make the same vectors.
-  const made = runSettings(await identity(), task, dimensions, chunking);
+  const made = { ...runSettings(await identity(), task, dimensions, chunking), shard: shard ? `${shard.index}/${shard.count}` : null };
   checkOrWriteMeta(config.output, made, last !== null);
   if (total === 0) err(`lexembed embed: warning: ${input} has no rows to embed${format === 'jsonl' ? ` (JSONL lines with "${config['id-field']}" and "${config['text-field']}")` : ''}`);
 
@@ -220,7 +230,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   process.once('SIGINT', onInt);
   process.once('SIGTERM', onTerm);
   try {
-    for await (const row of readCorpus(input, corpus)) {
+    for await (const row of rowsOf()) {
       if (interrupted) break;
       if (resuming) {
         // Up to and including the output's last row: handled by the earlier run (its last row's
@@ -273,7 +283,8 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   for (const line of bad.slice(0, 20)) err(`skipped ${line}`);
   if (bad.length > 20) err(`skipped ${bad.length - 20} more bad rows`);
   const chunks = chunking ? ` as ${chunksWritten} chunks` : '';
-  out(`embedded ${written} ${chunking ? 'documents' : 'rows'}${chunks} into ${config.output} (${already} already there, ${bad.length} skipped)`);
+  const part = shard ? `; shard ${shard.index}/${shard.count}: input rows ${shard.from + 1}–${shard.to} of ${shard.rows}` : '';
+  out(`embedded ${written} ${chunking ? 'documents' : 'rows'}${chunks} into ${config.output} (${already} already there, ${bad.length} skipped${part})`);
   return 0;
 }
 
@@ -363,6 +374,7 @@ function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean): v
       ['dimensions', recorded?.dimensions, run.dimensions],
       ['--chunk-tokens', recorded?.chunk_tokens, run.chunk_tokens],
       ['--overlap-tokens', recorded?.overlap_tokens, run.overlap_tokens],
+      ['--shard', recorded?.shard, run.shard],
     ];
     const differ = fields.filter(([, a, b]) => (a ?? null) !== (b ?? null));
     if (differ.length) {
@@ -396,4 +408,40 @@ async function remoteIdentity(baseURL: string, modelName: string): Promise<Model
 function causeOf(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
   return cause ? `${cause.code ?? ''}${cause.code && cause.message ? ' ' : ''}${cause.message ?? ''}`.trim() : messageOf(error);
+}
+
+interface Shard {
+  readonly index: number;
+  readonly count: number;
+  /** Input rows (good and bad, in file order) [from, to) of `rows`. */
+  readonly from: number;
+  readonly to: number;
+  readonly rows: number;
+}
+
+/** The --shard part of the input: contiguous, so the shards' outputs concatenated are one run's. */
+async function shardOf(spec: string, input: string, corpus: Parameters<typeof readCorpus>[1]): Promise<Shard | null> {
+  if (!spec) return null;
+  const [which, of] = spec.split('/') as [string, string];
+  const count = Number(of);
+  let index: number;
+  if (which === 'auto') {
+    const fromJob = process.env.JOB_COMPLETION_INDEX;
+    if (fromJob === undefined || !/^\d+$/.test(fromJob)) {
+      throw new UsageError(`lexembed embed: --shard auto/${of} takes the shard from JOB_COMPLETION_INDEX (set by a Kubernetes indexed Job), which is ${fromJob === undefined ? 'not set' : `"${fromJob}"`}; give --shard I/${of} instead`);
+    }
+    index = Number(fromJob);
+  } else index = Number(which);
+  if (count < 1 || index >= count) throw new UsageError(`lexembed embed: --shard ${spec}: the shard index must be from 0 to ${Math.max(0, count - 1)} (N = ${count} shards)`);
+  let rows = 0;
+  for await (const _ of readCorpus(input, corpus)) rows++;
+  return { index, count, from: Math.floor((index * rows) / count), to: Math.floor(((index + 1) * rows) / count), rows };
+}
+
+async function* inShard<T>(rows: AsyncIterable<T>, shard: Shard): AsyncGenerator<T> {
+  let k = 0;
+  for await (const row of rows) {
+    if (k >= shard.to) return;
+    if (k++ >= shard.from) yield row;
+  }
 }

@@ -259,6 +259,28 @@ describe('lexembed embed', () => {
     expect(env.stderr).toContain('--port (from LEXEMBED_PORT) must be an integer from 0 to 65535; got "abc"');
   });
 
+  it('--shard I/N: disjoint contiguous parts whose outputs, concatenated, are one run to the last digit; auto/N from JOB_COMPLETION_INDEX', async () => {
+    const input = join(dir, 'shards.jsonl');
+    writeFileSync(input, Array.from({ length: 1000 }, (_, i) => JSON.stringify({ id: i, text: `Section ${i}. The lessee shall pay ${i} dollars of rent.` })).join('\n') + '\n');
+    const whole = join(dir, 'whole.jsonl');
+    expect((await embedStatic(input, whole, '--batch-size', '37')).code).toBe(0);
+    const parts: string[] = [];
+    for (const i of [0, 1, 2]) {
+      const out = join(dir, `shard-${i}.jsonl`);
+      const r = i === 1 ? await runCli(['embed', input, '--output', out, '--model', STATIC_MODEL_DIR, '--shard', 'auto/3'], { JOB_COMPLETION_INDEX: '1' }) : await embedStatic(input, out, '--shard', `${i}/3`);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`shard ${i}/3: input rows`);
+      parts.push(readFileSync(out, 'utf8'));
+    }
+    expect(parts.map((p) => p.trim().split('\n').length)).toEqual([333, 333, 334]);
+    expect(parts.join('')).toBe(readFileSync(whole, 'utf8'));
+    const other = await embedStatic(input, join(dir, 'shard-0.jsonl'), '--shard', '1/3');
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/--shard "0\/3" there, "1\/3" now|ends with id/);
+    expect((await embedStatic(input, join(dir, 's.jsonl'), '--shard', '3/3')).stderr).toContain('the shard index must be from 0 to 2');
+    expect((await runCli(['embed', input, '--output', join(dir, 's.jsonl'), '--shard', 'auto/3'], { JOB_COMPLETION_INDEX: '' })).stderr).toContain('JOB_COMPLETION_INDEX');
+  }, 180_000);
+
   it('explains a missing input or output', async () => {
     expect((await runCli(['embed'])).stderr).toContain('lexembed embed: --output is required: the JSONL file to write');
     const r = await runCli(['embed', join(dir, 'nope.jsonl'), '--output', join(dir, 'x.jsonl')]);
