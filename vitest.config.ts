@@ -17,6 +17,8 @@ const UNIT = [
   'tests/client/**/*.test.ts',
 ];
 
+const IMAGE = ['tests/image/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -26,7 +28,9 @@ export default defineConfig({
     // `vitest run` (npm test) runs both tiers; `--project unit` the fast one alone.
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT } },
-      { extends: true, test: { name: 'integration', include: ['tests/**/*.test.ts'], exclude: UNIT } },
+      { extends: true, test: { name: 'integration', include: ['tests/**/*.test.ts'], exclude: [...UNIT, ...IMAGE] } },
+      // npm run test:image: the container image with the real Docker engine (npm test runs it last).
+      { extends: true, test: { name: 'image', include: IMAGE } },
     ],
   },
 });
