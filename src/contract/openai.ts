@@ -5,13 +5,14 @@
 import { z } from 'zod';
 import { PROBLEM_CATALOGUE, problem, type Problem, type ProblemCode } from './problems.ts';
 import { formatIssues, type ModelCapabilities, type Task } from './request.ts';
+import { OUTPUT_DTYPES, quantizeVector, type OutputDtype } from './vectors.ts';
 import type { Result } from './result.ts';
 
 /** The prefix of the OpenAI-compatible routes. */
 export const OPENAI_PREFIX = '/openai/v1';
 /** Inputs per request (OpenAI's own limit); the batching queue splits them into model calls. */
 export const MAX_OPENAI_INPUTS = 2048;
-export const OPENAI_FIELDS = ['input', 'model', 'encoding_format', 'dimensions', 'user', 'input_type'] as const;
+export const OPENAI_FIELDS = ['input', 'model', 'encoding_format', 'dimensions', 'user', 'input_type', 'output_dtype'] as const;
 export const INPUT_TYPES = ['query', 'document'] as const;
 export const ENCODING_FORMATS = ['float', 'base64'] as const;
 /** `model` suffixes that choose the task for clients that cannot add a field. */
@@ -53,6 +54,10 @@ export function createOpenAIEmbeddingRequestSchema(modelName: string) {
         .enum(INPUT_TYPES, { error: 'must be "query" or "document"' })
         .optional()
         .describe('An extension: "query" for search queries, "document" for the texts searched; absent: no task prompt.'),
+      output_dtype: z
+        .enum(OUTPUT_DTYPES, { error: `must be one of ${OUTPUT_DTYPES.map((t) => `"${t}"`).join(', ')}` })
+        .default('float')
+        .describe('An extension, as on /v1/embeddings: float, int8, uint8, binary or ubinary; with encoding_format "base64" the integers are sent as one byte each.'),
     },
     { error: 'must be a JSON object' },
   );
@@ -68,6 +73,7 @@ export interface OpenAIEmbeddingCall {
   readonly task: Task | null;
   readonly dimensions: number | null;
   readonly encoding: (typeof ENCODING_FORMATS)[number];
+  readonly dtype: OutputDtype;
   /** The `model` value as sent, echoed in the response. */
   readonly model: string;
 }
@@ -101,7 +107,7 @@ export function validateOpenAIEmbeddingRequest(body: unknown, caps: ModelCapabil
   }
   return {
     ok: true,
-    value: { texts: typeof request.input === 'string' ? [request.input] : request.input, task, dimensions: request.dimensions ?? null, encoding: request.encoding_format, model: request.model },
+    value: { texts: typeof request.input === 'string' ? [request.input] : request.input, task, dimensions: request.dimensions ?? null, encoding: request.encoding_format, dtype: request.output_dtype, model: request.model },
   };
 }
 
@@ -124,10 +130,17 @@ export const OpenAIModelListSchema = z.object({
   data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() })),
 });
 
-export function buildOpenAIEmbeddingResponse(vectors: readonly Float32Array[], inputTokens: number, call: Pick<OpenAIEmbeddingCall, 'encoding' | 'model'>): OpenAIEmbeddingResponse {
+export function buildOpenAIEmbeddingResponse(vectors: readonly Float32Array[], inputTokens: number, call: Pick<OpenAIEmbeddingCall, 'encoding' | 'model'> & { dtype?: OutputDtype }): OpenAIEmbeddingResponse {
+  const dtype = call.dtype ?? 'float';
+  const encode = (v: Float32Array) => {
+    if (dtype === 'float') return call.encoding === 'base64' ? float32Base64(v) : Array.from(v);
+    const values = quantizeVector(v, dtype);
+    // base64: one byte per integer (int8 and binary as two's complement, as numpy's int8 reads them).
+    return call.encoding === 'base64' ? bytesBase64(Uint8Array.from(values, (x) => x & 0xff)) : values;
+  };
   return {
     object: 'list',
-    data: vectors.map((v, index) => ({ object: 'embedding', index, embedding: call.encoding === 'base64' ? float32Base64(v) : Array.from(v) })),
+    data: vectors.map((v, index) => ({ object: 'embedding', index, embedding: encode(v) })),
     model: call.model,
     usage: { prompt_tokens: inputTokens, total_tokens: inputTokens },
   };
@@ -138,6 +151,10 @@ export function float32Base64(vector: ArrayLike<number>): string {
   const bytes = new Uint8Array(vector.length * 4);
   const view = new DataView(bytes.buffer);
   for (let i = 0; i < vector.length; i++) view.setFloat32(i * 4, vector[i]!, true);
+  return bytesBase64(bytes);
+}
+
+function bytesBase64(bytes: Uint8Array): string {
   let binary = '';
   for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(binary);

@@ -3,12 +3,13 @@
 import { z } from 'zod';
 import { problem } from './problems.ts';
 import type { Result } from './result.ts';
+import { OUTPUT_DTYPES } from './vectors.ts';
 
 export const DEFAULT_MODEL_NAME = 'legal-2-embedder';
 export const MAX_TEXTS_PER_REQUEST = 128;
 export const TASKS = ['retrieval/query', 'retrieval/document'] as const;
 export const OVERFLOW_STRATEGIES = ['drop_end'] as const;
-export const REQUEST_FIELDS = ['model', 'texts', 'task', 'overflow_strategy', 'dimensions'] as const;
+export const REQUEST_FIELDS = ['model', 'texts', 'task', 'overflow_strategy', 'dimensions', 'output_dtype'] as const;
 
 export type Task = (typeof TASKS)[number];
 
@@ -57,6 +58,13 @@ export function createEmbeddingRequestSchema(modelName: string = DEFAULT_MODEL_N
         .nullable()
         .default(null)
         .describe("Keep the first d components (renormalised); at most the model's maximum; null for the default."),
+      // An extension beside the spec's fields: compact vectors for cheap storage.
+      output_dtype: z
+        .enum(OUTPUT_DTYPES, { error: `must be one of ${OUTPUT_DTYPES.map((t) => `"${t}"`).join(', ')}` })
+        .default('float')
+        .describe(
+          'float (default); int8: round(x·16√d) in [-128, 127]; uint8: int8 + 128; ubinary: 8 components a byte, first in the highest bit, 1 where > 0 (numpy.packbits); binary: that byte − 128.',
+        ),
     },
     { error: 'must be a JSON object' },
   );

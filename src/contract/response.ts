@@ -1,9 +1,10 @@
 // The embedding response of spec 2.2–2.4.
 import { z } from 'zod';
+import { quantizeVector, type OutputDtype } from './vectors.ts';
 
 export const EmbeddingSchema = z.object({
   index: z.number().int().min(0).describe('Position of the text in the input.'),
-  embedding: z.array(z.number()).describe('The unit-length vector.'),
+  embedding: z.array(z.number()).describe('The unit-length vector (floats), or its output_dtype integers.'),
 });
 
 export const EmbeddingUsageSchema = z.object({
@@ -19,9 +20,9 @@ export type Embedding = z.infer<typeof EmbeddingSchema>;
 export type EmbeddingResponse = z.infer<typeof EmbeddingResponseSchema>;
 
 /** Builds the response: `embeddings[i].index` is the input position of vector i. */
-export function buildEmbeddingResponse(vectors: readonly ArrayLike<number>[], inputTokens: number): EmbeddingResponse {
+export function buildEmbeddingResponse(vectors: readonly ArrayLike<number>[], inputTokens: number, dtype: OutputDtype = 'float'): EmbeddingResponse {
   return {
-    embeddings: vectors.map((v, index) => ({ index, embedding: Array.from(v) })),
+    embeddings: vectors.map((v, index) => ({ index, embedding: quantizeVector(v, dtype) })),
     usage: { input_tokens: inputTokens },
   };
 }

@@ -19,3 +19,33 @@ export function truncateAndNormalize(vector: ArrayLike<number>, dimensions: numb
   if (norm > 0) for (let i = 0; i < out.length; i++) out[i]! /= norm;
   return out;
 }
+
+/** Output types of the `output_dtype` extension (Voyage AI's meanings). */
+export const OUTPUT_DTYPES = ['float', 'int8', 'uint8', 'binary', 'ubinary'] as const;
+export type OutputDtype = (typeof OUTPUT_DTYPES)[number];
+
+/**
+ * int8's fixed scale per unit vector of d components: round(x · 16√d), clamped to [-128, 127].
+ * Chosen by measurement on the bundled models' vectors (tests/contract/output-dtype.test.ts): a
+ * component of a unit vector is about 1/√d, so 16√d puts the largest seen (< 8/√d) well inside
+ * the range; the cosine to the float vector stays ≥ 0.999 at 640 and ≥ 0.99 at 32 components.
+ */
+export const INT8_SCALE_PER_SQRT_DIM = 16;
+
+/**
+ * The vector in the requested type: float as is; int8 integers in [-128, 127]; uint8 = int8 + 128;
+ * ubinary 8 components a byte as numpy.packbits packs them (the first component in the highest
+ * bit, 1 where it is > 0, zero bits padding the last byte); binary that byte − 128.
+ * @example quantizeVector([0.6, -0.8], 'binary') // [0]: 0b1000_0000 − 128
+ */
+export function quantizeVector(vector: ArrayLike<number>, dtype: OutputDtype): number[] {
+  if (dtype === 'float') return Array.from(vector);
+  if (dtype === 'int8' || dtype === 'uint8') {
+    const scale = INT8_SCALE_PER_SQRT_DIM * Math.sqrt(vector.length);
+    const offset = dtype === 'uint8' ? 128 : 0;
+    return Array.from(vector, (x) => Math.max(-128, Math.min(127, Math.round(x * scale))) + offset);
+  }
+  const bytes = new Array<number>(Math.ceil(vector.length / 8)).fill(0);
+  for (let i = 0; i < vector.length; i++) if (vector[i]! > 0) bytes[i >> 3]! |= 0x80 >> (i & 7);
+  return dtype === 'ubinary' ? bytes : bytes.map((b) => b - 128);
+}

@@ -14,7 +14,7 @@ function detailOf(body: unknown, c = caps) {
 describe('embedding request validation', () => {
   it('accepts a minimal request and fills the defaults', () => {
     const r = validateEmbeddingRequest(base, caps);
-    expect(r).toEqual({ ok: true, value: { ...base, task: null, overflow_strategy: 'drop_end', dimensions: null } });
+    expect(r).toEqual({ ok: true, value: { ...base, task: null, overflow_strategy: 'drop_end', dimensions: null, output_dtype: 'float' } });
   });
 
   it('accepts a single string as texts', () => {
@@ -45,7 +45,7 @@ describe('embedding request validation', () => {
     [{ ...base, dimensions: 0 }, 'dimensions must be an integer of at least 1, or null'],
     [{ ...base, dimensions: 1.5 }, 'dimensions must be an integer of at least 1, or null'],
     [{ ...base, dimensions: '64' }, 'dimensions must be an integer of at least 1, or null'],
-    [{ ...base, input: 'x' }, 'the request has unknown field "input"; allowed fields are model, texts, task, overflow_strategy, dimensions'],
+    [{ ...base, input: 'x' }, 'the request has unknown field "input"; allowed fields are model, texts, task, overflow_strategy, dimensions, output_dtype'],
     [[1, 2], 'the request body must be a JSON object'],
     [null, 'the request body must be a JSON object'],
   ])('rejects %j: %s', (body, expected) => {

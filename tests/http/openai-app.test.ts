@@ -109,7 +109,7 @@ describe('POST /openai/v1/embeddings', () => {
     const op = doc.paths['/openai/v1/embeddings'].post;
     expect(op.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/OpenAIEmbeddingRequest');
     expect(op.responses['400'].content['application/json'].schema.$ref).toBe('#/components/schemas/OpenAIError');
-    expect(Object.keys(doc.components.schemas.OpenAIEmbeddingRequest.properties)).toEqual(['input', 'model', 'encoding_format', 'dimensions', 'user', 'input_type']);
+    expect(Object.keys(doc.components.schemas.OpenAIEmbeddingRequest.properties)).toEqual(['input', 'model', 'encoding_format', 'dimensions', 'user', 'input_type', 'output_dtype']);
     expect(doc.paths['/openai/v1/models'].get.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/OpenAIModelList');
   });
 });
