@@ -2,7 +2,7 @@
 // build/packages/, each with a package.json made here from the root one (one place for versions):
 //
 //   lexembed                     the library: every entry (contract, client, local, edge, server,
-//                                and the langchain and ai-sdk adapters).
+//                                and the langchain, ai-sdk and llamaindex adapters).
 //                                Depends on zod only; what an entry needs beyond that is an
 //                                optional peer, so `npm install lexembed` for the client adds zod
 //                                and nothing else.
@@ -85,8 +85,8 @@ const entry = (path) => ({ types: `./dist/${path}.d.ts`, default: `./dist/${path
 /** What the server needs beside zod; the library offers it as optional peers, @lexembed/server installs it. */
 const SERVER_PACKAGES = ['@huggingface/transformers', 'hono', '@hono/node-server', 'prom-client', 'ioredis'];
 const ranges = (names) => Object.fromEntries(names.map((name) => [name, range(name)]));
-/** The frameworks the adapter entries plug into (lexembed/langchain, lexembed/ai-sdk): optional peers too. */
-const ADAPTER_PACKAGES = ['@langchain/core', '@ai-sdk/provider'];
+/** The frameworks the adapter entries plug into (lexembed/langchain, lexembed/ai-sdk, lexembed/llamaindex): optional peers too. */
+const ADAPTER_PACKAGES = ['@langchain/core', '@ai-sdk/provider', '@llamaindex/core'];
 const peers = { ...ranges(SERVER_PACKAGES), ...ranges(ADAPTER_PACKAGES), 'onnxruntime-web': locked('onnxruntime-web'), webgpu: range('webgpu') };
 writeFileSync(join(lib, 'package.json'), JSON.stringify({
   name: 'lexembed',
@@ -103,6 +103,7 @@ writeFileSync(join(lib, 'package.json'), JSON.stringify({
     './server': entry('server'),
     './langchain': entry('adapters/langchain'),
     './ai-sdk': entry('adapters/ai-sdk'),
+    './llamaindex': entry('adapters/llamaindex'),
     './package.json': './package.json',
   },
   imports: {

@@ -10,6 +10,8 @@ import { cosine, MODEL, STATUTES, useKeyedServer } from './fixtures.ts';
 import { createLexembed } from '../../src/adapters/ai-sdk.ts';
 import type { EmbeddingsClient, RerankingsClient } from '../../src/adapters/client-shape.ts';
 import { LexembedEmbeddings } from '../../src/adapters/langchain.ts';
+import { LexembedEmbedding, LexembedRerank } from '../../src/adapters/llamaindex.ts';
+import { MetadataMode, TextNode } from '@llamaindex/core/schema';
 import { Lexembed } from '../../src/client/index.ts';
 import type { LocalClient } from '../../src/local/client.ts';
 
@@ -96,5 +98,30 @@ describe('lexembed/ai-sdk', () => {
     expect(refused).toMatchObject({ statusCode: 400, isRetryable: false, message: expect.stringMatching(/model must be "legal-2-embedder"/) });
     await expect(embedMany({ model: provider().embeddingModel(), values: ['x'], providerOptions: { lexembed: { task: 'search' } } })).rejects.toThrow(/task must be one of "retrieval\/query", "retrieval\/document" or null/);
     expect(() => provider().languageModel('gpt')).toThrow(NoSuchModelError);
+  });
+});
+
+describe('lexembed/llamaindex (LlamaIndex.TS core)', () => {
+  it('LexembedEmbedding: queries as retrieval/query, texts and nodes as retrieval/document, equal to the spec route; 128 a request', async () => {
+    const embedding = new LexembedEmbedding({ client });
+    expect(cosine((await embedding.getQueryEmbedding({ type: 'text', text: 'deposit refund' }))!, (await spec(['deposit refund'], 'retrieval/query'))[0]!)).toBeGreaterThanOrEqual(0.999999);
+    const expected = await spec(STATUTES, 'retrieval/document');
+    expect(cosine(await embedding.getTextEmbedding(STATUTES[0]!), expected[0]!)).toBeGreaterThanOrEqual(0.999999);
+    // LlamaIndex's own transform: nodes get their embedding, through getTextEmbeddings.
+    const nodes = await embedding(STATUTES.map((text) => new TextNode({ text })));
+    nodes.forEach((n, i) => expect(cosine(n.embedding!, expected[i]!)).toBeGreaterThanOrEqual(0.999999));
+    const { counted, sizes } = counting(client);
+    const many = await new LexembedEmbedding({ client: counted, dimensions: 64 }).getTextEmbeddings(Array.from({ length: 300 }, (_, i) => `clause ${i}`));
+    expect(sizes).toEqual([128, 128, 44]);
+    expect(many[299]).toHaveLength(64);
+  });
+
+  it('LexembedRerank reorders retrieved nodes by the reranker, scores from /v1/rerankings, topN kept', async () => {
+    const nodes = [...STATUTES].reverse().map((text, i) => ({ node: new TextNode({ text }), score: i }));
+    const reranked = await new LexembedRerank({ client, topN: 2 }).postprocessNodes(nodes, 'return of a rental deposit');
+    expect(reranked).toHaveLength(2);
+    expect(reranked[0]!.node.getContent(MetadataMode.NONE)).toBe(STATUTES[0]);
+    expect(reranked[0]!.score!).toBeGreaterThan(reranked[1]!.score!);
+    await expect(new LexembedRerank({ client }).postprocessNodes(nodes)).rejects.toThrow('needs the query text');
   });
 });

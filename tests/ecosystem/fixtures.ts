@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { startServe, type ServerProcess } from '../support/cli.ts';
+import { startServe, type ServerProcess, devKey } from '../support/cli.ts';
 
 export const MODEL = 'legal-2-embedder';
 export const STATUTES = [
@@ -30,7 +30,7 @@ export function useKeyedServer(): { readonly url: string; readonly key: string }
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'lexembed-ecosystem-'));
     server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', dataDir]);
-    key = /^(lxk_v1_\S+)$/m.exec(server.output())![1]!;
+    key = devKey(dataDir);
   }, 120_000);
   afterAll(async () => {
     await server?.stop();

@@ -125,7 +125,7 @@ describe('the packed tarballs', () => {
     };
     const counted = analysis.problems.filter((p) => p.resolutionKind !== 'node10' && p.resolutionKind !== 'node16-cjs');
     expect(counted).toEqual([]);
-    for (const entry of ['.', './contract', './client', './local', './edge', './server', './langchain', './ai-sdk']) {
+    for (const entry of ['.', './contract', './client', './local', './edge', './server', './langchain', './ai-sdk', './llamaindex']) {
       for (const kind of ['node16-esm', 'bundler']) {
         expect(analysis.entrypoints[entry]?.resolutions[kind]?.resolution?.fileName, `${entry} (${kind})`).toMatch(/\/dist\/.*\.d\.ts$/);
       }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { runCli, startServe, waitForOutput, type ServerProcess } from '../support/cli.ts';
+import { runCli, startServe, waitForOutput, type ServerProcess, devKey } from '../support/cli.ts';
 import { httpMessage, rawRequest } from '../support/raw-http.ts';
 import { startRedis } from '../support/redis.ts';
 
@@ -28,7 +28,7 @@ describe('the API deployment (static model, file key store)', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'lexembed-reliability-'));
     server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', dataDir, '--max-queue-tokens', '65536']);
-    key = /^(lxk_v1_\S+)$/m.exec(server.output())![1]!;
+    key = devKey(dataDir);
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
@@ -173,9 +173,10 @@ it('SIGTERM with 50 received requests on fresh connections: every one is answere
 it('Redis paused, then gone: 503 with Retry-After saying the key store is unreachable within ~1 s, and back to 200 when it returns', async () => {
   const redis = await startRedis();
   const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-redis-'));
+  // A Redis store gets no development key: make one the way an operator would.
+  const key = (await runCli(['keys', 'create', '--account', 'redis', '--store', 'redis', '--redis-url', redis.url])).stdout.trim().split('\n').at(-1)!;
   const server = await startServe(['--model', STATIC_MODEL_DIR, '--store', 'redis', '--redis-url', redis.url, '--data-dir', dataDir]);
   try {
-    const key = /^(lxk_v1_\S+)$/m.exec(server.output())![1]!;
     const embed = () => fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { ...JSON_HEADERS, authorization: `Bearer ${key}` }, body: JSON.stringify({ model: MODEL, texts: 'Severability' }) });
     expect((await embed()).status).toBe(200);
     redis.child.kill('SIGSTOP'); // a hung Redis: commands time out

@@ -1,5 +1,6 @@
 // Runs the real `lexembed` CLI: one-shot commands, and `serve` as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 
@@ -59,4 +60,9 @@ export function waitForOutput(server: ServerProcess, pattern: RegExp, timeoutMs 
     server.child.stdout!.on('data', later);
     server.child.stderr!.on('data', later);
   });
+}
+
+/** The development key the first start on an empty file store wrote to <dataDir>/dev-key.txt. */
+export function devKey(dataDir: string): string {
+  return readFileSync(join(dataDir, 'dev-key.txt'), 'utf8').trim();
 }
