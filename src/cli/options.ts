@@ -66,8 +66,11 @@ export function parseOptions<S extends z.ZodType>(
     const lines = result.error.issues.map((issue) => {
       const name = String(issue.path[0]);
       const spec = specs[name];
-      const from = spec ? envNames(spec).find((n) => env[n] !== undefined && parsed.values[name] === undefined) : undefined;
-      return `${command}: --${name}${from ? ` (from ${from})` : ''} ${issue.message}; got ${JSON.stringify(raw[name] ?? null)}`;
+      // The variable the value came from, else the ones that could have set it.
+      const names = spec ? envNames(spec) : [];
+      const from = names.find((n) => env[n] !== undefined && parsed.values[name] === undefined);
+      const label = from ?? names.join(' or ');
+      return `${command}: --${name}${label ? ` (${label})` : ''} ${issue.message}; got ${JSON.stringify(raw[name] ?? null)}`;
     });
     throw new UsageError(lines.join('\n'));
   }

@@ -13,19 +13,19 @@ describe('lexembed serve configuration', () => {
     expect(code).toBe(0);
     for (const [name, spec] of Object.entries(SERVE_OPTIONS)) {
       expect(stdout).toContain(`--${name}`);
-      if ('env' in spec && spec.env) expect(stdout).toContain(spec.env);
+      if ('env' in spec && spec.env) for (const name of [spec.env].flat()) expect(stdout).toContain(name);
       if ('default' in spec && spec.default) expect(stdout).toContain(`default: ${spec.default}`);
     }
   });
 
   it.each([
-    [['--port', 'eighty'], '--port (PORT) must be an integer from 0 to 65535; got "eighty"'],
+    [['--port', 'eighty'], '--port (LEXEMBED_PORT or PORT) must be an integer from 0 to 65535; got "eighty"'],
     [['--deployment', 'cloud'], '--deployment (LEXEMBED_DEPLOYMENT) must be "api" or "proxy"; got "cloud"'],
     [['--store', 'postgres'], '--store (LEXEMBED_STORE) must be "file" or "redis"; got "postgres"'],
     [['--max-body-bytes=-5'], '--max-body-bytes (LEXEMBED_MAX_BODY_BYTES) must be a positive integer; got "-5"'],
     [['--cors-origins', 'example.com'], '--cors-origins (LEXEMBED_CORS_ORIGINS) must be * or a comma-separated list of origins'],
     [['--threads', 'many'], '--threads (LEXEMBED_THREADS) must be a non-negative integer; got "many"'],
-    [['--bogus'], "Unknown option '--bogus'"],
+    [['--bogus'], 'unknown option --bogus (run lexembed serve --help for the options)'],
   ])('refuses %j naming the option', async (args, message) => {
     const { code, stderr } = await runCli(['serve', ...args]);
     expect(code).toBe(2);

@@ -256,7 +256,7 @@ describe('lexembed embed', () => {
     expect(typo.stderr).toContain('unknown option --ouput; did you mean --output?');
     expect((await runCli(['serve', '--prot', '9'])).stderr).toContain('did you mean --port?');
     const env = await runCli(['serve', '--model', join(dir, 'none')], { LEXEMBED_PORT: 'abc' });
-    expect(env.stderr).toContain('--port (from LEXEMBED_PORT) must be an integer from 0 to 65535; got "abc"');
+    expect(env.stderr).toContain('--port (LEXEMBED_PORT) must be an integer from 0 to 65535; got "abc"');
   });
 
   it('--shard I/N: disjoint contiguous parts whose outputs, concatenated, are one run to the last digit; auto/N from JOB_COMPLETION_INDEX', async () => {
