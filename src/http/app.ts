@@ -85,6 +85,12 @@ export function createApp(options: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
 
   app.use(observeRequests({ metrics: options.metrics, log: options.log, isRoute: (path) => allowed.has(path) }));
+  // Opaque (no-cors) reads from other origins are allowed, so a cross-origin-isolated page (the
+  // demo) can tell "this server refuses my origin (CORS)" from "nothing answers"; they expose nothing.
+  app.use(async (c, next) => {
+    await next();
+    c.header('cross-origin-resource-policy', 'cross-origin');
+  });
   // One spelling per route (contract/paths.ts): anything else is no route, before authentication.
   app.use(async (c, next) => {
     const raw = (c.env as Record<string, unknown> | undefined)?.[RAW_TARGET];
