@@ -1,6 +1,6 @@
 // The built demo in a real Chromium, offline: the model loads from the app's own files, the
 // fixed query ranks the expected passage first, on WASM and on WebGPU (software adapter).
-import { expect, test } from '@playwright/test';
+import { expect, test, type Page } from '@playwright/test';
 import { create, offline, rerank, searchAndCheck } from './helpers.ts';
 import { cosine, nodeRerank, nodeVectors, PARITY_TEXTS } from './parity.ts';
 import { SAMPLE_DOCUMENTS } from '../../web-demo/src/samples.ts';
@@ -123,17 +123,22 @@ test('the in-page client reranks with the Node server\'s scores, and refuses wha
   expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, title: 'Validation error' });
 });
 
+/** Loads the page (WASM, offline), then switches it to a lexembed server with a key. */
+async function pointAtServer(page: Page, url: string, key: string) {
+  await offline(page);
+  await page.goto('/?device=wasm');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  await page.check('input[name=mode][value=remote]');
+  await page.fill('#server-url', url);
+  await page.fill('#api-key', key);
+  await page.click('#apply');
+}
+
 test('a server that does not allow the page\'s origin is named as a CORS refusal with the flag that fixes it; a stopped one as unreachable', async ({ page }) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-demo-'));
   const server = await startServe(['--data-dir', dataDir, '--no-dev-key']); // no --cors-origins
   try {
-    await offline(page);
-    await page.goto('/?device=wasm');
-    await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
-    await page.check('input[name=mode][value=remote]');
-    await page.fill('#server-url', `${server.url}/v1`);
-    await page.fill('#api-key', 'lxk_v1_whatever');
-    await page.click('#apply');
+    await pointAtServer(page, `${server.url}/v1`, 'lxk_v1_whatever');
     await expect(page.locator('#status')).toContainText("does not allow calls from this page's origin (CORS): start it with --cors-origins http://127.0.0.1:4173", { timeout: 30_000 });
     await server.stop();
     await page.click('#apply');
@@ -149,13 +154,7 @@ test('the switch points the page at a lexembed server (CORS, API key)', async ({
   const key = (await runCli(['keys', 'create', '--account', 'demo', '--data-dir', dataDir])).stdout.trim().split('\n').at(-1)!;
   const server = await startServe(['--data-dir', dataDir, '--cors-origins', 'http://127.0.0.1:4173']);
   try {
-    await offline(page);
-    await page.goto('/?device=wasm');
-    await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
-    await page.check('input[name=mode][value=remote]');
-    await page.fill('#server-url', `${server.url}/v1`);
-    await page.fill('#api-key', key);
-    await page.click('#apply');
+    await pointAtServer(page, `${server.url}/v1`, key);
     await expect(page.locator('body')).toHaveAttribute('data-backend', 'server', { timeout: 30_000 });
     await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
     await searchAndCheck(page, 'server');
