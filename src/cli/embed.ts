@@ -12,7 +12,7 @@ import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions, UsageError } from './options.ts';
 import { createProgress } from './progress.ts';
-import { messageOf } from '../util/message-of.ts';
+import { messageOf, messageWithCause } from '../util/message-of.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
 
@@ -397,17 +397,11 @@ async function remoteIdentity(baseURL: string, modelName: string): Promise<Model
   try {
     res = await fetch(url);
   } catch (error) {
-    throw new Error(`cannot reach ${url}: ${causeOf(error)}; is the server running, and is --remote (LEXEMBED_BASE_URL) right?`);
+    throw new Error(`cannot reach ${url}: ${messageWithCause(error)}; is the server running, and is --remote (LEXEMBED_BASE_URL) right?`);
   }
   const body = (await res.json().catch(() => ({}))) as { model_id?: string; fingerprint?: string };
   if (!res.ok) throw new Error(`${url} answered ${res.status}: the server is not ready (is the model still loading?)`);
   return { name: modelName, id: body.model_id ?? null, fingerprint: body.fingerprint ?? null };
-}
-
-/** An error's message with its cause's code and message (fetch's "fetch failed" hides them there). */
-function causeOf(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
-  return cause ? `${cause.code ?? ''}${cause.code && cause.message ? ' ' : ''}${cause.message ?? ''}`.trim() : messageOf(error);
 }
 
 interface Shard {

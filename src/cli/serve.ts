@@ -107,10 +107,10 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     if ((await store.listKeys()).length === 0) {
       if (config.store === 'file' && !config['no-dev-key']) {
         const { record, file } = await createDevKey(store, config['data-dir']);
-        log(`the key store (${describeStore(config)}) was empty: created development key ${record.id} for account "local"; the key is in ${file} (readable by you alone; never logged): export LEXEMBED_API_KEY=$(cat ${file})`);
+        log(`the key store (${storeDescription(config)}) was empty: created development key ${record.id} for account "local"; the key is in ${file} (readable by you alone; never logged): export LEXEMBED_API_KEY=$(cat ${file})`);
       } else {
         logRecord('warn', {
-          msg: `the ${describeStore(config)} has no keys yet, so every request gets 401: create one with lexembed keys create --account <id>${config.store === 'redis' ? ' --store redis --redis-url <url>' : ` --data-dir ${config['data-dir']}`}${config.store === 'redis' ? ' (no development key is made in a shared store)' : ''}`,
+          msg: `the ${storeDescription(config)} has no keys yet, so every request gets 401: create one with lexembed keys create --account <id>${config.store === 'redis' ? ' --store redis --redis-url <url>' : ` --data-dir ${config['data-dir']}`}${config.store === 'redis' ? ' (no development key is made in a shared store)' : ''}`,
         });
       }
     }
@@ -155,7 +155,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     onUnexpectedError: (error) => logRecord('error', { msg: 'unexpected error', error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
   });
   const server = await startServer(app, { port: config.port, host, docsUrl: config['docs-url'] || undefined });
-  log(`listening on ${server.url} (POST /v1/embeddings, GET /health)${store ? ` with API keys from the ${describeStore(config)}` : ''}`);
+  log(`listening on ${server.url} (POST /v1/embeddings, GET /health)${store ? ` with API keys from the ${storeDescription(config)}` : ''}`);
   const loaded = await Promise.race([embedder.then((e) => ({ e }), (error: Error) => ({ error })), stopped.then((signal) => ({ signal }))]);
   if ('error' in loaded) {
     err(`lexembed serve: cannot load the model: ${loaded.error.message}`);
@@ -182,10 +182,6 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   await (await embedder.catch(() => undefined))?.dispose();
   await store?.close();
   return 0;
-}
-
-function describeStore(config: z.output<typeof StoreConfigSchema>): string {
-  return storeDescription(config);
 }
 
 /** A key for account "local", written to <data-dir>/dev-key.txt (mode 600), not to any log. */

@@ -1,7 +1,7 @@
 // Transport of the lexembed client: fetch with a timeout, retries with exponential backoff and
 // jitter, honouring retry-after-ms, retry-after and x-should-retry. Zero runtime dependencies.
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, LexembedError, makeAPIError } from './errors.ts';
-import { messageOf } from '../util/message-of.ts';
+import { messageWithCause } from '../util/message-of.ts';
 
 export interface ClientOptions {
   /** Defaults to the LEXEMBED_API_KEY environment variable where one exists. */
@@ -96,7 +96,7 @@ export class Transport {
           continue;
         }
         if (error instanceof APIConnectionTimeoutError) throw error;
-        throw new APIConnectionError(`Connection error: ${init.method ?? 'GET'} ${url} failed: ${connectionCause(error)}`, { cause: error });
+        throw new APIConnectionError(`Connection error: ${init.method ?? 'GET'} ${url} failed: ${messageWithCause(error)}`, { cause: error });
       }
       if (response.ok) return { data: await parseSuccess<T>(response), response };
       if (retriesLeft > 0 && shouldRetry(response)) {
@@ -212,11 +212,3 @@ function backoff(attempt: number): number {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** What failed under fetch's "fetch failed": Node puts the errno and message on `cause`. */
-function connectionCause(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
-  const parts = [typeof cause?.code === 'string' ? cause.code : '', typeof cause?.message === 'string' ? cause.message : ''].filter(Boolean);
-  const unique = parts.length === 2 && parts[1]!.includes(parts[0]!) ? [parts[1]!] : parts;
-  return unique.length ? `${messageOf(error)} (${unique.join(': ')})` : messageOf(error);
-}

@@ -3,13 +3,12 @@
 // the same figures at the precision printed. An example that stops working, or a figure that
 // goes stale when the model changes, fails here.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
-import { startServe, type ServerProcess } from '../support/cli.ts';
+import { useServer } from '../support/cli.ts';
 
 const run = promisify(execFile);
 const README = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
@@ -43,23 +42,14 @@ function expectLike(actual: unknown, expected: unknown, path = '$'): void {
 }
 
 describe("README's curl examples against the real server", () => {
-  let dir: string;
-  let server: ServerProcess;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'lexembed-readme-'));
-    // The first start makes ./.lexembed/dev-key.txt, which the README's export reads.
-    server = await startServe(['--model', BUNDLED_MODEL_DIR, '--data-dir', join(dir, '.lexembed')]);
-  }, 120_000);
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  // The first start makes ./.lexembed/dev-key.txt, which the README's export reads.
+  const server = useServer(BUNDLED_MODEL_DIR);
 
   it('finds the examples', () => expect(examples().length).toBeGreaterThanOrEqual(2));
 
   it.each(examples().map((e) => [e.command.split('\n').find((l) => l.includes('curl'))!.trim(), e] as const))('%s', async (_, { command, expected }) => {
     const script = `set -e\nexport LEXEMBED_API_KEY=$(cat .lexembed/dev-key.txt)\n${command.replaceAll('http://127.0.0.1:8080', server.url)}`;
-    const { stdout } = await run('bash', ['-c', script], { cwd: dir });
+    const { stdout } = await run('bash', ['-c', script], { cwd: server.dir });
     // The README elides long arrays with "…": compare what it shows.
     expectLike(JSON.parse(stdout), JSON.parse(expected.replace(/,\s*…/g, '')));
   });

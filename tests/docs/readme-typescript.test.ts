@@ -5,13 +5,12 @@
 // Browser-only lines (createLocalClient: it needs a browser or web worker) are the one thing
 // left out, and the README says so beside them.
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { devKey, startServe, type ServerProcess } from '../support/cli.ts';
+import { useServer } from '../support/cli.ts';
 
 const run = promisify(execFile);
 const MODULES = join(PROJECT_ROOT, 'node_modules', '.cache', 'readme-ts');
@@ -49,18 +48,9 @@ function moduleOf(block: string, url: string): string {
 }
 
 describe("README's TypeScript examples against the real server", () => {
-  let dir: string;
-  let server: ServerProcess;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'lexembed-readme-ts-'));
-    // The modules live inside the checkout, so their imports resolve in its node_modules.
-    mkdirSync(MODULES, { recursive: true });
-    server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', join(dir, '.lexembed')]);
-  }, 120_000);
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const server = useServer(STATIC_MODEL_DIR);
+  // The modules live inside the checkout, so their imports resolve in its node_modules.
+  beforeAll(() => void mkdirSync(MODULES, { recursive: true }));
 
   it('finds them', () => expect(blocks().length).toBeGreaterThanOrEqual(5));
 
@@ -70,7 +60,7 @@ describe("README's TypeScript examples against the real server", () => {
       const file = join(MODULES, `example-${i}.mts`);
       writeFileSync(file, moduleOf(block, server.url));
       const tsx = join(PROJECT_ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-      const result = await run(process.execPath, [tsx, file], { cwd: PROJECT_ROOT, env: { ...process.env, LEXEMBED_API_KEY: devKey(join(dir, '.lexembed')) } }).catch((e: { stderr: string; code: number }) => e);
+      const result = await run(process.execPath, [tsx, file], { cwd: PROJECT_ROOT, env: { ...process.env, LEXEMBED_API_KEY: server.key } }).catch((e: { stderr: string; code: number }) => e);
       expect('code' in result && result.code ? `${readFileSync(file, 'utf8')}\n---\n${(result as { stderr: string }).stderr}` : '').toBe('');
     },
     60_000,

@@ -1,11 +1,7 @@
 // What the ecosystem tests share: four statutes a retrieval must tell apart, the cosine of unit
 // vectors, and a real `lexembed serve` (static model: fast) with a fresh file key store and its key.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { startServe, type ServerProcess, devKey } from '../support/cli.ts';
+import { useServer } from '../support/cli.ts';
 
 export const MODEL = 'legal-2-embedder';
 export const STATUTES = [
@@ -22,26 +18,7 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return dot;
 }
 
-/** Starts the server for the calling test file (stopped after it); read `url` and `key` in tests. */
+/** The server for the calling test file (static model: fast); read `url` and `key` in tests. */
 export function useKeyedServer(): { readonly url: string; readonly key: string } {
-  let server: ServerProcess;
-  let dataDir: string;
-  let key = '';
-  beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'lexembed-ecosystem-'));
-    server = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', dataDir]);
-    key = devKey(dataDir);
-  }, 120_000);
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  return {
-    get url() {
-      return server.url;
-    },
-    get key() {
-      return key;
-    },
-  };
+  return useServer(STATIC_MODEL_DIR);
 }

@@ -1,6 +1,8 @@
 // Runs the real `lexembed` CLI: one-shot commands, and `serve` as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll } from 'vitest';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 
@@ -65,4 +67,35 @@ export function waitForOutput(server: ServerProcess, pattern: RegExp, timeoutMs 
 /** The development key the first start on an empty file store wrote to <dataDir>/dev-key.txt. */
 export function devKey(dataDir: string): string {
   return readFileSync(join(dataDir, 'dev-key.txt'), 'utf8').trim();
+}
+
+/**
+ * Starts `lexembed serve` for the calling test file (stopped and cleaned up after it), in a fresh
+ * working directory whose file key store is `./.lexembed` (as `npm start` lays it out); read
+ * `url`, `key` (the first start's development key) and `dir` in tests.
+ */
+export function useServer(model: string): { readonly url: string; readonly key: string; readonly dir: string } {
+  let server: ServerProcess | undefined;
+  let dir = '';
+  let key = '';
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'lexembed-test-'));
+    server = await startServe(['--model', model, '--data-dir', join(dir, '.lexembed')]);
+    key = devKey(join(dir, '.lexembed'));
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    get url() {
+      return server!.url;
+    },
+    get key() {
+      return key;
+    },
+    get dir() {
+      return dir;
+    },
+  };
 }
