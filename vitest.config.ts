@@ -15,6 +15,7 @@ const UNIT = [
   'tests/embedder/**/*.test.ts',
   'tests/runtime/**/*.test.ts',
   'tests/client/**/*.test.ts',
+  'tests/usage/usage-app.test.ts',
 ];
 
 const IMAGE = ['tests/image/**/*.test.ts'];

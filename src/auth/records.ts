@@ -15,6 +15,10 @@ export const KeyRecordSchema = z.object({
   expires: z.string().nullable(),
   revoked: z.string().nullable(),
   resources: z.array(z.enum(RESOURCES)),
+  /** Requests per minute this key may make (absent or null: no limit). */
+  rpm: z.number().int().positive().nullable().optional(),
+  /** Input tokens per minute this key may use (absent or null: no limit). */
+  tpm: z.number().int().positive().nullable().optional(),
 });
 export type KeyRecord = z.infer<typeof KeyRecordSchema>;
 
@@ -24,6 +28,8 @@ export const AccountSchema = z.object({
   verified: z.boolean(),
   subscribed: z.boolean(),
   overdue: z.boolean(),
+  /** Input tokens the account may use per calendar month, UTC (absent or null: no quota). */
+  monthly_tokens: z.number().int().positive().nullable().optional(),
 });
 export type Account = z.infer<typeof AccountSchema>;
 export type AccountPatch = Partial<Omit<Account, 'id'>>;
@@ -40,5 +46,17 @@ export function keyState(record: KeyRecord, now: Date): KeyState {
   return 'active';
 }
 
-/** The authentication seam the HTTP app calls: return a problem to refuse, null to allow. */
-export type Authenticate = (request: { authorization: string | null; resource: Resource }) => Problem | null | Promise<Problem | null>;
+/** Who a request was allowed as: the key and its account (for metering and limits). */
+export interface Principal {
+  readonly key: KeyRecord;
+  readonly account: Account;
+}
+
+/** An authentication decision: a problem refuses; a principal or null (no keys in use) allows. */
+export type AuthDecision = Problem | Principal | null;
+
+/** Whether a decision refuses the request. */
+export const isRefusal = (decision: AuthDecision): decision is Problem => decision !== null && 'code' in decision;
+
+/** The authentication seam the HTTP app calls: return a problem to refuse, the principal (or null) to allow. */
+export type Authenticate = (request: { authorization: string | null; resource: Resource }) => AuthDecision | Promise<AuthDecision>;

@@ -10,6 +10,9 @@ export interface CreateKeyOptions {
   readonly account: string;
   readonly expiresInMs?: number | null;
   readonly resources?: readonly Resource[];
+  /** Requests and input tokens per minute (null or absent: no limit). */
+  readonly rpm?: number | null;
+  readonly tpm?: number | null;
   readonly now?: Date;
 }
 
@@ -25,6 +28,8 @@ export async function createKey(store: KeyStore, options: CreateKeyOptions): Pro
     expires: options.expiresInMs ? new Date(now.getTime() + options.expiresInMs).toISOString() : null,
     revoked: null,
     resources: [...(options.resources ?? ['embeddings', 'rerankings'])],
+    ...(options.rpm ? { rpm: options.rpm } : {}),
+    ...(options.tpm ? { tpm: options.tpm } : {}),
   };
   if (!(await store.getAccount(options.account))) await store.putAccount(newAccount(options.account));
   await store.insertKey(record);
@@ -72,7 +77,9 @@ export function createStoreAuthenticator(store: KeyStore, options: StoreAuthenti
         { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) },
       );
     }
-    return decideAccess(authorization, record, account, resource, clock());
+    const refused = decideAccess(authorization, record, account, resource, clock());
+    // decideAccess allows only a found key of an existing account.
+    return refused ?? { key: record!, account: account! };
   };
 }
 

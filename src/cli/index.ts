@@ -8,8 +8,9 @@ const USAGE = `lexembed — self-hosted legal embedding API
 Usage:
   lexembed serve [options]      serve POST /v1/embeddings (lexembed serve --help)
   lexembed embed <file> --output <out.jsonl>   embed a corpus file (lexembed embed --help)
-  lexembed keys <create|list|revoke>      manage API keys (lexembed keys --help)
-  lexembed accounts <set|list>            manage account states (lexembed accounts --help)
+  lexembed keys <create|update|list|revoke>   manage API keys and their rate limits (lexembed keys --help)
+  lexembed accounts <set|list>            manage account states and monthly quotas (lexembed accounts --help)
+  lexembed usage [--account <id>] [--json|--csv]   requests and input tokens per account, key and day
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -26,6 +27,8 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import('./keys.ts')).keysCommand(rest, out, err);
       case 'accounts':
         return await (await import('./keys.ts')).accountsCommand(rest, out, err);
+      case 'usage':
+        return await (await import('./usage.ts')).usageCommand(rest, out, err);
       case '--help':
       case '-h':
       case 'help':

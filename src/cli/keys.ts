@@ -9,20 +9,30 @@ const CREATE_OPTIONS = {
   account: { help: 'account id the key belongs to (created, active/verified/subscribed, if new)' },
   expires: { default: '', help: 'lifetime, e.g. 30d, 12h, 2w (default: never expires)' },
   resources: { default: 'embeddings,rerankings', help: `comma-separated resources the key may use (${RESOURCES.join(', ')}); the default is what lexembed serves` },
+  rpm: { default: '', help: 'requests per minute the key may make (over it: 429 with Retry-After; default: no limit; with keys update, "none" removes it)' },
+  tpm: { default: '', help: 'input tokens per minute the key may use (default: no limit; with keys update, "none" removes it)' },
   ...STORE_OPTIONS,
 };
+/** A limit option: '' (absent), 'none' (remove: keys update) or a positive integer. */
+const limit = z
+  .string()
+  .refine((s) => s === '' || s === 'none' || /^[1-9]\d{0,14}$/.test(s), { error: 'must be a positive integer (or "none" to remove the limit)' })
+  .transform((s) => (s === '' ? undefined : s === 'none' ? null : Number(s)));
+const limitText = (n: number | null | undefined) => (n ? String(n) : 'none');
 const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).optional().transform((v) => (v === undefined ? undefined : v === 'true'));
 const ACCOUNT_OPTIONS = {
   active: { help: 'true|false' },
   verified: { help: 'true|false (e-mail verified)' },
   subscribed: { help: 'true|false (usage-based plan)' },
   overdue: { help: 'true|false (overdue invoices)' },
+  'monthly-tokens': { default: '', help: 'input tokens the account may use per calendar month, UTC (over it: 429 until the month ends); "none" removes the quota' },
   create: { boolean: true, help: 'create the account if it does not exist (without it, an unknown id is refused: a typo must not leave the real account unchanged)' },
   ...STORE_OPTIONS,
 };
 
 export const KEYS_USAGE = `Usage:
-  lexembed keys create --account <id> [--expires <duration>] [--resources embeddings,rerankings]
+  lexembed keys create --account <id> [--expires <duration>] [--resources embeddings,rerankings] [--rpm N] [--tpm N]
+  lexembed keys update <key-id> [--rpm N|none] [--tpm N|none]
   lexembed keys list
   lexembed keys revoke <key-id>
 
@@ -31,7 +41,7 @@ ${describeOptions(CREATE_OPTIONS)}
 `;
 
 export const ACCOUNTS_USAGE = `Usage:
-  lexembed accounts set <id> [--active true|false] [--verified true|false] [--subscribed true|false] [--overdue true|false] [--create]
+  lexembed accounts set <id> [--active true|false] [--verified true|false] [--subscribed true|false] [--overdue true|false] [--monthly-tokens N|none] [--create]
   lexembed accounts list
 
 Options:
@@ -47,6 +57,8 @@ export async function keysCommand(args: string[], out: (s: string) => void, err:
     resources: z.string().refine((s) => s.split(',').every((r) => (RESOURCES as readonly string[]).includes(r.trim())), {
       error: `must list only ${RESOURCES.join(', ')}`,
     }),
+    rpm: limit,
+    tpm: limit,
   });
   const { values, positionals, help } = parseOptions(`lexembed keys ${sub}`, rest, CREATE_OPTIONS, schema);
   if (help) return (out(KEYS_USAGE), 0);
@@ -58,9 +70,11 @@ export async function keysCommand(args: string[], out: (s: string) => void, err:
         account: values.account,
         expiresInMs: values.expires ? parseDuration(values.expires) : null,
         resources: values.resources.split(',').map((r) => r.trim()) as (typeof RESOURCES)[number][],
+        rpm: values.rpm,
+        tpm: values.tpm,
       });
       err(`${storeDescription(values)}:`);
-      out(`created ${record.id} for account ${record.account} (resources ${record.resources.join(',')}, expires ${record.expires ?? 'never'})`);
+      out(`created ${record.id} for account ${record.account} (resources ${record.resources.join(',')}, expires ${record.expires ?? 'never'}, rpm ${limitText(record.rpm)}, tpm ${limitText(record.tpm)})`);
       out('the key is shown only this once; store it now:');
       out(key);
       return 0;
@@ -68,8 +82,20 @@ export async function keysCommand(args: string[], out: (s: string) => void, err:
     if (sub === 'list') {
       const now = new Date();
       err(`${storeDescription(values)}:`);
-      out(['id', 'account', 'state', 'created', 'expires', 'resources'].join('\t'));
-      for (const k of await store.listKeys()) out([k.id, k.account, keyState(k, now), k.created, k.expires ?? 'never', k.resources.join(',')].join('\t'));
+      out(['id', 'account', 'state', 'created', 'expires', 'resources', 'rpm', 'tpm'].join('\t'));
+      for (const k of await store.listKeys()) {
+        out([k.id, k.account, keyState(k, now), k.created, k.expires ?? 'never', k.resources.join(','), limitText(k.rpm), limitText(k.tpm)].join('\t'));
+      }
+      return 0;
+    }
+    if (sub === 'update') {
+      const id = positionals[0];
+      if (!id) throw new UsageError('lexembed keys update: give the key id, e.g. lexembed keys update key_8f3KQ2mZab --rpm 60 (see lexembed keys list)');
+      if (values.rpm === undefined && values.tpm === undefined) throw new UsageError('lexembed keys update: give --rpm and/or --tpm (a number, or none to remove the limit)');
+      const updated = await store.setKeyLimits(id, { rpm: values.rpm, tpm: values.tpm });
+      if (!updated) throw new UsageError(`lexembed keys update: no key with id ${id} in the ${storeDescription(values)}; see lexembed keys list`);
+      err(`${storeDescription(values)}:`);
+      out(`updated ${id} (account ${updated.account}): rpm ${limitText(updated.rpm)}, tpm ${limitText(updated.tpm)} (running servers apply it to the next request)`);
       return 0;
     }
     if (sub === 'revoke') {
@@ -81,7 +107,7 @@ export async function keysCommand(args: string[], out: (s: string) => void, err:
       out(`revoked ${id} (account ${revoked.account}) at ${revoked.revoked}`);
       return 0;
     }
-    throw new UsageError(`lexembed keys: unknown subcommand "${sub}"; use create, list or revoke`);
+    throw new UsageError(`lexembed keys: unknown subcommand "${sub}"; use create, update, list or revoke`);
   } finally {
     await store.close();
   }
@@ -90,7 +116,7 @@ export async function keysCommand(args: string[], out: (s: string) => void, err:
 export async function accountsCommand(args: string[], out: (s: string) => void, err: (s: string) => void = out): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || sub === '--help' || sub === '-h') return (out(ACCOUNTS_USAGE), sub ? 0 : 2);
-  const schema = StoreConfigSchema.extend({ active: bool, verified: bool, subscribed: bool, overdue: bool, create: z.boolean() });
+  const schema = StoreConfigSchema.extend({ active: bool, verified: bool, subscribed: bool, overdue: bool, 'monthly-tokens': limit, create: z.boolean() });
   const { values, positionals, help } = parseOptions(`lexembed accounts ${sub}`, rest, ACCOUNT_OPTIONS, schema);
   if (help) return (out(ACCOUNTS_USAGE), 0);
   const store = openKeyStore(values);
@@ -107,15 +133,16 @@ export async function accountsCommand(args: string[], out: (s: string) => void, 
       const patch = Object.fromEntries(
         (['active', 'verified', 'subscribed', 'overdue'] as const).filter((k) => values[k] !== undefined).map((k) => [k, values[k]]),
       );
-      const account = await setAccount(store, id, patch);
+      const quota = values['monthly-tokens'];
+      const account = await setAccount(store, id, { ...patch, ...(quota !== undefined ? { monthly_tokens: quota } : {}) });
       err(`${storeDescription(values)}:`);
-      out(`account ${account.id}: active ${account.active}, verified ${account.verified}, subscribed ${account.subscribed}, overdue ${account.overdue}`);
+      out(`account ${account.id}: active ${account.active}, verified ${account.verified}, subscribed ${account.subscribed}, overdue ${account.overdue}, monthly tokens ${limitText(account.monthly_tokens)}`);
       return 0;
     }
     if (sub === 'list') {
       err(`${storeDescription(values)}:`);
-      out(['id', 'active', 'verified', 'subscribed', 'overdue'].join('\t'));
-      for (const a of await store.listAccounts()) out([a.id, a.active, a.verified, a.subscribed, a.overdue].join('\t'));
+      out(['id', 'active', 'verified', 'subscribed', 'overdue', 'monthly_tokens'].join('\t'));
+      for (const a of await store.listAccounts()) out([a.id, a.active, a.verified, a.subscribed, a.overdue, limitText(a.monthly_tokens)].join('\t'));
       return 0;
     }
     throw new UsageError(`lexembed accounts: unknown subcommand "${sub}"; use set or list`);

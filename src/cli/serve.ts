@@ -12,7 +12,8 @@ import { startServer } from '../node/server.ts';
 import { messageOf } from '../util/message-of.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions } from './options.ts';
-import { DEV_KEY_FILE, openKeyStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
+import { DEV_KEY_FILE, openKeyStore, openUsageStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
+import { createMeter } from '../usage/meter.ts';
 
 export const SERVE_OPTIONS = {
   port: { env: ['LEXEMBED_PORT', 'PORT'], default: '8080', help: 'TCP port to listen on' },
@@ -37,6 +38,11 @@ export const SERVE_OPTIONS = {
     env: 'LEXEMBED_NO_DEV_KEY',
     boolean: true,
     help: 'never create a development key (by default the first start on an empty file store writes one to <data-dir>/dev-key.txt; a Redis store never gets one)',
+  },
+  'no-usage': {
+    env: 'LEXEMBED_NO_USAGE',
+    boolean: true,
+    help: 'neither record usage (lexembed usage) nor apply keys\' rate limits and accounts\' monthly quotas (by default all three, in the key store: <data-dir>/usage.log, or Redis)',
   },
   'drain-delay': {
     env: 'LEXEMBED_DRAIN_DELAY',
@@ -65,6 +71,7 @@ const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).ext
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
   'no-dev-key': z.boolean(),
+  'no-usage': z.boolean(),
   'drain-delay': z.coerce.number({ error: 'must be a number of seconds from 0 to 600' }).min(0, { error: 'must be a number of seconds from 0 to 600' }).max(600, { error: 'must be a number of seconds from 0 to 600' }),
   'cors-origins': z
     .string()
@@ -101,6 +108,8 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   const proxyMode = config.deployment === 'proxy';
   const host = config.host || (proxyMode ? '0.0.0.0' : '127.0.0.1');
   const store = config['no-auth'] || proxyMode ? null : openKeyStore(config);
+  // Usage lives where the keys do; without keys there is no one to meter.
+  const usageStore = store && !config['no-usage'] ? openUsageStore(config, { writer: true }) : null;
   if (proxyMode) {
     log('proxy deployment: POST /invocations and GET /ping; API keys are not required and are ignored');
   } else if (store) {
@@ -140,6 +149,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   const app = createApp({
     embedder,
     authenticate: store ? createStoreAuthenticator(store, { onStoreError: keyStoreErrorLog(logRecord) }) : undefined,
+    usage: usageStore ? createMeter(usageStore, { onStoreError: usageStoreErrorLog(logRecord) }) : undefined,
     docsUrl: config['docs-url'] || undefined,
     maxBodyBytes: config['max-body-bytes'],
     deployment: config.deployment,
@@ -160,6 +170,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   if ('error' in loaded) {
     err(`lexembed serve: cannot load the model: ${loaded.error.message}`);
     await server.close();
+    await usageStore?.close();
     await store?.close();
     return 1;
   }
@@ -180,6 +191,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   if (unfinished) logRecord('error', { msg: `drain timed out: answered ${unfinished} unfinished request(s) with 503 Retry-After` });
   log('closed: every received request was answered');
   await (await embedder.catch(() => undefined))?.dispose();
+  await usageStore?.close();
   await store?.close();
   return 0;
 }
@@ -192,14 +204,21 @@ async function createDevKey(store: KeyStore, dataDir: string) {
   return { record, file };
 }
 
+/** Usage-store failures: checks as the key store's (each request gets its 503); a lost record every time. */
+function usageStoreErrorLog(logRecord: (level: 'error', record: Record<string, unknown>) => void) {
+  const checks = keyStoreErrorLog(logRecord, 'the usage store cannot be reached: metered requests get 503 until it can');
+  return (error: unknown, during: 'check' | 'record') =>
+    during === 'check' ? checks(error) : logRecord('error', { msg: 'a request was answered but its usage could not be recorded', error: messageOf(error) });
+}
+
 /** Logs key-store failures as they start and then at most every 10 s (each request still gets its 503). */
-function keyStoreErrorLog(logRecord: (level: 'error', record: Record<string, unknown>) => void) {
+function keyStoreErrorLog(logRecord: (level: 'error', record: Record<string, unknown>) => void, msg = 'the key store cannot be reached: requests get 503 until it can') {
   let lastLogged = -Infinity;
   let since = 0;
   return (error: unknown) => {
     since++;
     if (Date.now() - lastLogged < 10_000) return;
-    logRecord('error', { msg: 'the key store cannot be reached: requests get 503 until it can', error: messageOf(error), failed_lookups: since });
+    logRecord('error', { msg, error: messageOf(error), failed_lookups: since });
     lastLogged = Date.now();
     since = 0;
   };

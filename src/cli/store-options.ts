@@ -5,6 +5,9 @@ import { createRedisKeyStore } from '../auth/stores/redis.ts';
 import type { KeyStore } from '../auth/store.ts';
 import { createFileKeyStore } from '../auth/stores/file.ts';
 import type { OptionSpecs } from './options.ts';
+import type { UsageStore } from '../usage/store.ts';
+import { createFileUsageStore } from '../usage/stores/file.ts';
+import { createRedisUsageStore } from '../usage/stores/redis.ts';
 
 export const STORE_OPTIONS = {
   store: { env: 'LEXEMBED_STORE', default: 'file', help: 'key store: file (one server) or redis (several replicas)' },
@@ -39,4 +42,13 @@ export function openKeyStore(config: z.output<typeof StoreConfigSchema>): KeySto
     return createRedisKeyStore(config['redis-url']);
   }
   return createFileKeyStore(resolve(config['data-dir']));
+}
+
+/** The usage store beside the key store: the file store's usage.log (the server writes it), or the same Redis. */
+export function openUsageStore(config: z.output<typeof StoreConfigSchema>, options: { writer: boolean }): UsageStore {
+  if (config.store === 'redis') {
+    if (!config['redis-url']) throw new Error('--store redis needs --redis-url (LEXEMBED_REDIS_URL), e.g. redis://127.0.0.1:6379');
+    return createRedisUsageStore(config['redis-url']);
+  }
+  return createFileUsageStore(resolve(config['data-dir']), options);
 }

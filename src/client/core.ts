@@ -99,9 +99,10 @@ export class Transport {
         throw new APIConnectionError(`Connection error: ${init.method ?? 'GET'} ${url} failed: ${messageWithCause(error)}`, { cause: error });
       }
       if (response.ok) return { data: await parseSuccess<T>(response), response };
-      if (retriesLeft > 0 && shouldRetry(response)) {
+      const delay = retriesLeft > 0 && shouldRetry(response) ? retryDelay(response, attempt) : null;
+      if (delay !== null) {
         await response.body?.cancel().catch(() => {});
-        await sleep(retryDelay(response, attempt));
+        await sleep(delay);
         continue;
       }
       throw await this.toError(response);
@@ -193,14 +194,19 @@ function shouldRetry(response: Response): boolean {
   return response.status === 408 || response.status === 409 || response.status === 429 || response.status >= 500;
 }
 
-function retryDelay(response: Response, attempt: number): number {
+/** The longest wait a retry honours: a server asking for more (a spent monthly quota) gets its error thrown. */
+const MAX_HONOURED_WAIT_MS = 60_000;
+
+/** Milliseconds to wait before retrying, or null when the server asks for longer than a retry waits. */
+function retryDelay(response: Response, attempt: number): number | null {
   const ms = Number(response.headers.get('retry-after-ms'));
-  if (Number.isFinite(ms) && ms >= 0 && response.headers.has('retry-after-ms')) return Math.min(ms, 60_000);
+  if (Number.isFinite(ms) && ms >= 0 && response.headers.has('retry-after-ms')) return ms <= MAX_HONOURED_WAIT_MS ? ms : null;
   const after = response.headers.get('retry-after');
   if (after) {
     const seconds = Number(after);
     const delay = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(after) - Date.now();
-    if (Number.isFinite(delay) && delay >= 0 && delay <= 60_000) return delay;
+    if (Number.isFinite(delay) && delay > MAX_HONOURED_WAIT_MS) return null;
+    if (Number.isFinite(delay) && delay >= 0) return delay;
   }
   return backoff(attempt);
 }

@@ -163,7 +163,7 @@ function bytesBase64(bytes: Uint8Array): string {
 export const OpenAIErrorSchema = z.object({
   error: z.object({
     message: z.string().describe('What was wrong and how to fix it.'),
-    type: z.string().describe('invalid_request_error, authentication_error, permission_error, not_found_error, insufficient_quota or server_error.'),
+    type: z.string().describe('invalid_request_error, authentication_error, permission_error, not_found_error, requests (a rate limit), insufficient_quota or server_error.'),
     param: z.string().nullable().describe('The request field at fault, where one is.'),
     code: z.string().describe('A stable code, e.g. invalid_api_key, context_length_exceeded, service_unavailable.'),
   }),
@@ -178,6 +178,7 @@ const ERROR_TYPES: Readonly<Record<number, string>> = {
   404: 'not_found_error',
   405: 'invalid_request_error',
   413: 'invalid_request_error',
+  429: 'requests',
   500: 'server_error',
   503: 'server_error',
 };
@@ -194,6 +195,8 @@ const ERROR_CODES: Readonly<Record<ProblemCode, string>> = {
   notFound: 'not_found',
   methodNotAllowed: 'method_not_allowed',
   requestTooLarge: 'request_too_large',
+  rateLimited: 'rate_limit_exceeded',
+  quotaExceeded: 'insufficient_quota',
   internal: 'internal_error',
   unavailable: 'service_unavailable',
 };
@@ -201,7 +204,9 @@ const ERROR_CODES: Readonly<Record<ProblemCode, string>> = {
 /** A problem in OpenAI's error shape: same status, the detail as the message. */
 export function toOpenAIError(p: Problem): OpenAIErrorBody {
   const { status, title } = PROBLEM_CATALOGUE[p.code];
-  return { error: { message: p.detail ?? title, type: ERROR_TYPES[status] ?? 'invalid_request_error', param: p.param ?? null, code: ERROR_CODES[p.code] } };
+  // OpenAI answers a spent quota as type insufficient_quota, a rate limit as type requests (or tokens).
+  const type = p.code === 'quotaExceeded' ? 'insufficient_quota' : (ERROR_TYPES[status] ?? 'invalid_request_error');
+  return { error: { message: p.detail ?? title, type, param: p.param ?? null, code: ERROR_CODES[p.code] } };
 }
 
 const schemaCache = new Map<string, ReturnType<typeof createOpenAIEmbeddingRequestSchema>>();

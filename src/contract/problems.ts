@@ -19,6 +19,8 @@ export const PROBLEM_CATALOGUE = {
   notFound: { status: 404, anchor: '404-not-found', title: 'Not found error' },
   methodNotAllowed: { status: 405, anchor: '405-method-not-allowed', title: 'Method not allowed error' },
   requestTooLarge: { status: 413, anchor: '413-request-too-large', title: 'Request too large error' },
+  rateLimited: { status: 429, anchor: '429-too-many-requests', title: 'Rate limit exceeded error' },
+  quotaExceeded: { status: 429, anchor: '429-too-many-requests', title: 'Quota exceeded error' },
   internal: { status: 500, anchor: '500-internal-server-error', title: 'Internal server error' },
   unavailable: { status: 503, anchor: '503-service-unavailable', title: 'Service unavailable error' },
 } as const satisfies Record<string, { status: number; anchor: string; title: string }>;

@@ -127,6 +127,9 @@ export function createEmbedder(
       if (ids.length > maxTokens) truncatedTexts++;
       sequences.push(truncateToMaxTokens(ids, maxTokens));
     }
+    const inputTokens = sequences.reduce((n, s) => n + s.length, 0);
+    const refused = await options.charge?.(inputTokens);
+    if (refused) return { ok: false, problem: refused };
     const submitted = await submit(sequences, options.signal, reservation);
     if (!submitted.ok) return submitted;
     const pooled = submitted.value;
@@ -135,7 +138,7 @@ export function createEmbedder(
       ok: true,
       value: {
         vectors: pooled.map((v) => truncateAndNormalize(v, dimensions)),
-        inputTokens: sequences.reduce((n, s) => n + s.length, 0),
+        inputTokens,
         truncatedTexts,
       },
     };
@@ -196,6 +199,9 @@ export function createEmbedder(
       if (chunked.sequences.length > MAX_RERANK_CHUNKS) return { ok: false, problem: tooManyChunks(index + 1, chunked.sequences.length, input.chunking, reranker!) };
     }
     const sequences = [query, ...chunked.sequences];
+    const inputTokens = sequences.reduce((n, seq) => n + seq.length, 0);
+    const refused = await options.charge?.(inputTokens);
+    if (refused) return { ok: false, problem: refused };
     const pooled = await submit(sequences, options.signal, reservation);
     if (!pooled.ok) return pooled;
     const dimensions = settings.dimensions.default;
@@ -208,7 +214,7 @@ export function createEmbedder(
       ok: true,
       value: {
         scores: scoreTexts(reranking!.weights, input.method, queryText, chunked.chunkTexts, similarity),
-        inputTokens: sequences.reduce((n, seq) => n + seq.length, 0),
+        inputTokens,
       },
     };
   }

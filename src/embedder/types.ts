@@ -23,6 +23,11 @@ export interface EmbedInput {
 export interface EmbedOptions {
   /** Aborting (e.g. the client disconnected) takes the request's waiting texts off the queue. */
   readonly signal?: AbortSignal;
+  /**
+   * Called with the request's exact input tokens once its texts are tokenised, before the model
+   * runs: a problem refuses the request there (a rate limit or quota, src/usage/meter.ts).
+   */
+  readonly charge?: (inputTokens: number) => Promise<Problem | null>;
 }
 
 export interface EmbedOutput {

@@ -16,7 +16,8 @@ import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
 import { readJsonBody } from './read-body.ts';
 import type { Route } from './routes.ts';
-import type { Authenticate, Resource } from '../auth/records.ts';
+import { isRefusal, type Authenticate, type Resource } from '../auth/records.ts';
+import type { Meter, Ticket } from '../usage/meter.ts';
 
 export type { Authenticate, Resource } from '../auth/records.ts';
 export type { AppMetrics, Env, RequestLogRecord } from './observe.ts';
@@ -47,6 +48,11 @@ export interface AppOptions {
    * ready replica): whether the server is draining (SIGTERM), and whether the key store answers.
    */
   readonly readiness?: { readonly draining: () => boolean; readonly checkStore?: () => Promise<void> };
+  /**
+   * Usage metering, rate limits and quotas per key and account (src/usage): every authenticated
+   * operation is admitted, charged its input tokens and, when answered 200, recorded.
+   */
+  readonly usage?: Meter;
 }
 
 /** How long /readyz waits for the key store before calling it unreachable. */
@@ -118,7 +124,8 @@ export function createApp(options: AppOptions): Hono<Env> {
     if (full) return { ok: false, problem: full };
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
     if (!body.ok) return body;
-    return operation(body.value, embedder, { signal: c.req.raw.signal });
+    const ticket = c.get('ticket');
+    return operation(body.value, embedder, { signal: c.req.raw.signal, charge: ticket?.charge });
   };
 
   const table: Route<Env>[] = [
@@ -126,6 +133,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       method: 'POST',
       path: '/v1/embeddings',
       operationId: 'createEmbeddings',
+      meter: 'embeddings',
       summary: 'Vectorize one text or several texts',
       tags: ['embeddings'],
       resource: 'embeddings',
@@ -139,6 +147,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       method: 'POST',
       path: '/v1/rerankings',
       operationId: 'createRerankings',
+      meter: 'rerankings',
       summary: 'Rank texts by relevance to a query (embedding similarity and BM25 over the request, per chunk, calibrated to 0–1)',
       tags: ['rerankings'],
       resource: 'rerankings',
@@ -158,6 +167,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       method: 'POST',
       path: '/v1/tokenize',
       operationId: 'createTokenization',
+      meter: 'tokenize',
       summary: 'Token counts of texts as /v1/embeddings reads them (an extension), optionally each token with its character offsets; runs no model',
       tags: ['embeddings'],
       resource: 'embeddings',
@@ -172,6 +182,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       method: 'POST',
       path: `${OPENAI_PREFIX}/embeddings`,
       operationId: 'createOpenAIEmbeddings',
+      meter: 'embeddings',
       summary: "OpenAI-compatible embeddings (for the openai client, LangChain, the AI SDK…); errors in OpenAI's shape",
       tags: ['openai'],
       resource: 'embeddings',
@@ -332,21 +343,36 @@ export function createApp(options: AppOptions): Hono<Env> {
   for (const r of table) {
     allowed.set(r.path, [...(allowed.get(r.path) ?? []), r.method]);
     app.on(r.method, r.path, async (c) => {
+      let ticket: Ticket | undefined;
       if (r.resource) {
-        const refused = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: r.resource });
-        if (refused) return fail(c, refused);
+        const decision = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: r.resource });
+        if (decision && isRefusal(decision)) return fail(c, decision);
+        if (decision && r.meter && options.usage) {
+          ticket = options.usage.open(decision, r.meter);
+          const limited = await ticket.admit();
+          if (limited) return fail(c, limited);
+          c.set('ticket', ticket);
+        }
       }
-      const outcome = await r.handler(c);
-      if (outcome instanceof Response) return outcome;
-      if (!outcome.ok) return fail(c, outcome.problem);
-      if (outcome.value.inputTokens !== null) c.set('inputTokens', outcome.value.inputTokens);
-      const loaded = r.operation ? state.loaded() : null;
-      if (loaded) {
-        const { model_id, fingerprint } = modelIdentity(loaded);
-        if (model_id) c.header(MODEL_ID_HEADER, model_id);
-        if (fingerprint) c.header(FINGERPRINT_HEADER, fingerprint);
+      let inputTokens: number | null = null;
+      try {
+        const outcome = await r.handler(c);
+        if (outcome instanceof Response) return outcome;
+        if (!outcome.ok) return fail(c, outcome.problem);
+        inputTokens = outcome.value.inputTokens ?? 0;
+        if (outcome.value.inputTokens !== null) c.set('inputTokens', outcome.value.inputTokens);
+        const loaded = r.operation ? state.loaded() : null;
+        if (loaded) {
+          const { model_id, fingerprint } = modelIdentity(loaded);
+          if (model_id) c.header(MODEL_ID_HEADER, model_id);
+          if (fingerprint) c.header(FINGERPRINT_HEADER, fingerprint);
+        }
+        for (const [name, value] of Object.entries(ticket?.headers() ?? {})) c.header(name, value);
+        return c.json(outcome.value.body as object);
+      } finally {
+        // Recorded before the answer leaves (a shared store then loses no count if this process dies).
+        await ticket?.settle(inputTokens);
       }
-      return c.json(outcome.value.body as object);
     });
   }
 
@@ -361,6 +387,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       rerankModelName: embedder?.reranker?.rerankModelName ?? null,
       docsUrl,
       authenticated: !proxyMode && options.authenticate !== undefined,
+      metered: !proxyMode && options.authenticate !== undefined && options.usage !== undefined,
       routes: table.map((r) => (r.requires === 'reranker' && !embedder?.reranker ? notServed(r.path, r.resource!) : r)),
     });
   };

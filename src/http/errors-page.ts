@@ -9,6 +9,8 @@ const MEANINGS: Record<string, string> = {
   '404-not-found': 'No route exists at this path.',
   '405-method-not-allowed': 'The route exists but not for this HTTP method; the Allow header lists the methods it takes.',
   '413-request-too-large': 'The request body is larger than the server accepts.',
+  '429-too-many-requests':
+    "A limit was reached: the key's requests or input tokens per minute (Rate limit exceeded error; retry after the Retry-After delay, and see the RateLimit and RateLimit-Policy headers), or the account's monthly token quota (Quota exceeded error; it renews on the 1st of the month, UTC).",
   '500-internal-server-error': 'An unexpected error occurred while processing the request. Retry; if it persists, report it.',
   '503-service-unavailable': 'The server cannot take the request now (model loading or overloaded); retry after the Retry-After delay.',
 };

@@ -3,6 +3,7 @@
 // count back to the outer request, which logs it.
 import type { MiddlewareHandler } from 'hono';
 import { innerCallOf } from './invocations.ts';
+import type { Ticket } from '../usage/meter.ts';
 
 export interface RequestLogRecord {
   readonly msg: 'request';
@@ -19,7 +20,7 @@ export interface AppMetrics {
   render(): Promise<{ contentType: string; body: string }>;
 }
 
-export type Env = { Variables: { requestId: string; inputTokens: number } };
+export type Env = { Variables: { requestId: string; inputTokens: number; ticket?: Ticket } };
 
 const REQUEST_ID = /^[\w.:@-]{1,128}$/;
 

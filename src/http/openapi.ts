@@ -29,6 +29,8 @@ export interface OpenApiOptions {
   readonly docsUrl: string;
   /** API keys are checked: routes with a resource list the authentication problems and security. */
   readonly authenticated: boolean;
+  /** Usage is metered: metered routes list the rate-limit and quota problems (429). */
+  readonly metered?: boolean;
   /** The app's route table, in order (src/http/routes.ts). */
   readonly routes: readonly RouteDoc[];
 }
@@ -88,7 +90,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of options.routes) {
     const keyed = options.authenticated && route.resource !== undefined;
-    const problems = [...(route.problems ?? []), ...(keyed ? AUTH_PROBLEMS : [])];
+    const metered: ProblemCode[] = keyed && options.metered && route.meter ? (route.meter === 'tokenize' ? ['rateLimited'] : ['rateLimited', 'quotaExceeded']) : [];
+    const problems = [...(route.problems ?? []), ...(keyed ? AUTH_PROBLEMS : []), ...metered];
     (paths[route.path] ??= {})[route.method.toLowerCase()] = {
       operationId: route.operationId,
       summary: route.summary,

@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 import type { Resource } from '../auth/records.ts';
 import type { ProblemCode } from '../contract/index.ts';
 import type { Outcome } from '../operations/index.ts';
+import type { MeteredOperation } from '../usage/meter.ts';
 
 export type Method = 'GET' | 'POST';
 
@@ -28,6 +29,8 @@ export interface RouteDoc {
   readonly operation?: boolean;
   /** Served only when the loaded model has this (documented as not served otherwise). */
   readonly requires?: 'reranker';
+  /** What usage records count a 200 of this route as (with AppOptions.usage: metered, rate-limited, quota-checked). */
+  readonly meter?: MeteredOperation;
   /** `openai`: errors in OpenAI's shape ({error: {message, type, param, code}}), not problem details. */
   readonly errors?: 'openai';
   /** Other responses, as OpenAPI response objects by status. */

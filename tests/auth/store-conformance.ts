@@ -74,10 +74,21 @@ export function describeKeyStore(name: string, setup: () => Promise<KeyStoreHarn
 
     it('authenticates through the store', async () => {
       const auth = createStoreAuthenticator(store);
-      const { key } = await createKey(store, { account: 'auth-acct' });
-      expect(await auth({ authorization: `Bearer ${key}`, resource: 'embeddings' })).toBeNull();
+      const { key, record } = await createKey(store, { account: 'auth-acct' });
+      expect(await auth({ authorization: `Bearer ${key}`, resource: 'embeddings' })).toEqual({ key: record, account: newAccount('auth-acct') });
       await setAccount(store, 'auth-acct', { overdue: true });
-      expect((await auth({ authorization: `Bearer ${key}`, resource: 'embeddings' }))?.code).toBe('accountOverdue');
+      expect(await auth({ authorization: `Bearer ${key}`, resource: 'embeddings' })).toMatchObject({ code: 'accountOverdue' });
+    });
+
+    it('sets and removes a key\'s rate limits by id, keeping the rest of the record; unknown ids give null', async () => {
+      const { record } = await createKey(store, { account: 'limited', rpm: 10 });
+      expect(record.rpm).toBe(10);
+      expect(await store.setKeyLimits(record.id, { tpm: 5000 })).toEqual({ ...record, rpm: 10, tpm: 5000 });
+      expect(await store.setKeyLimits(record.id, { rpm: null })).toEqual({ ...record, rpm: undefined, tpm: 5000 });
+      const found = await store.findKeyByHash(record.hash);
+      expect(found).toMatchObject({ id: record.id, tpm: 5000, revoked: null });
+      expect(found && 'rpm' in found).toBe(false);
+      expect(await store.setKeyLimits('key_missing', { rpm: 1 })).toBeNull();
     });
 
     it.skipIf(!capabilities.persists)('keeps keys across a reopen', async () => {

@@ -5,11 +5,13 @@ import { describe, expect, it } from 'vitest';
 import { PROBLEM_CATALOGUE, problem } from '../../src/contract/index.ts';
 import { createApp, type AppMetrics } from '../../src/http/app.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
+import { createMeter } from '../../src/usage/meter.ts';
+import { createMemoryUsageStore } from '../../src/usage/stores/memory.ts';
 import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';
 
 const metrics: AppMetrics = { observeRequest() {}, render: async () => ({ contentType: 'text/plain', body: '' }) };
 const configurations = {
-  api: createApp({ embedder: createEmbedder(fakeSettings(), createFakeBackend()), authenticate: () => null, metrics }),
+  api: createApp({ embedder: createEmbedder(fakeSettings(), createFakeBackend()), authenticate: () => null, usage: createMeter(createMemoryUsageStore()), metrics }),
   proxy: createApp({ embedder: createEmbedder(fakeSettings(), createFakeBackend()), deployment: 'proxy', metrics }),
 };
 
@@ -34,7 +36,7 @@ describe.each(Object.entries(configurations))('OpenAPI document (%s mode)', (mod
 
   it('documents every problem title with its status and type anchor', async () => {
     const text = JSON.stringify(await (await app.request('/openapi.json')).json());
-    const applicable = Object.entries(PROBLEM_CATALOGUE).filter(([code]) => mode === 'api' || !['incorrectKey', 'unauthorizedKey', 'accountOverdue', 'noSubscription', 'accessForbidden'].includes(code));
+    const applicable = Object.entries(PROBLEM_CATALOGUE).filter(([code]) => mode === 'api' || !['incorrectKey', 'unauthorizedKey', 'accountOverdue', 'noSubscription', 'accessForbidden', 'rateLimited', 'quotaExceeded'].includes(code));
     for (const [, entry] of applicable) {
       expect(text).toContain(`"title":"${entry.title}","status":${entry.status}`);
       expect(text).toContain(`/api-reference/errors#${entry.anchor}`);

@@ -7,7 +7,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, st
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from '../records.ts';
-import type { KeyStore } from '../store.ts';
+import { withLimits, type KeyStore } from '../store.ts';
 import { messageOf } from '../../util/message-of.ts';
 
 export const KEYS_FILE = 'keys.json';
@@ -81,6 +81,14 @@ export function createFileKeyStore(dataDir: string): KeyStore {
         if (!k) return null;
         k.revoked ??= at;
         return structuredClone(k);
+      });
+    },
+    async setKeyLimits(id, limits) {
+      return update((c) => {
+        const i = c.keys.findIndex((r) => r.id === id);
+        if (i < 0) return null;
+        c.keys[i] = withLimits(c.keys[i]!, limits);
+        return structuredClone(c.keys[i]!);
       });
     },
     async getAccount(id) {

@@ -1,6 +1,6 @@
 // An in-memory key store: tests, and edge deployments with injected records.
 import type { Account, KeyRecord } from '../records.ts';
-import type { KeyStore } from '../store.ts';
+import { withLimits, type KeyStore } from '../store.ts';
 
 export function createMemoryKeyStore(initial: { keys?: KeyRecord[]; accounts?: Account[] } = {}): KeyStore {
   const keys = new Map((initial.keys ?? []).map((k) => [k.hash, structuredClone(k)]));
@@ -22,6 +22,13 @@ export function createMemoryKeyStore(initial: { keys?: KeyRecord[]; accounts?: A
       if (!k) return null;
       k.revoked ??= at;
       return structuredClone(k);
+    },
+    async setKeyLimits(id, limits) {
+      const k = [...keys.values()].find((r) => r.id === id);
+      if (!k) return null;
+      const next = withLimits(k, limits);
+      keys.set(next.hash, next);
+      return structuredClone(next);
     },
     async getAccount(id) {
       const a = accounts.get(id);

@@ -1,7 +1,7 @@
 // A Redis key store, so several server replicas share keys and account states.
 import { Redis } from 'ioredis';
 import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from '../records.ts';
-import type { KeyStore } from '../store.ts';
+import { withLimits, type KeyStore } from '../store.ts';
 
 /** How long one Redis command may take before the store reports Redis unreachable. */
 export const COMMAND_TIMEOUT_MS = 1000;
@@ -9,7 +9,8 @@ export const COMMAND_TIMEOUT_MS = 1000;
 export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore {
   // A command waits at most COMMAND_TIMEOUT_MS (also while queued during a reconnect), so a
   // request meets a stopped Redis as a prompt 503, not a 10 s wait.
-  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: COMMAND_TIMEOUT_MS });
+  // Auto-pipelining: the lookups of concurrent requests go out in one write per tick.
+  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: COMMAND_TIMEOUT_MS, enableAutoPipelining: true });
   redis.on('error', () => {}); // surfaced through rejected commands instead
   /** Lookups on the request path fail at once while the connection is known lost. */
   const reachable = () => {
@@ -26,6 +27,20 @@ export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore
   };
   const parseKey = (raw: string | null) => (raw ? KeyRecordSchema.parse(JSON.parse(raw)) : null);
   const parseAccount = (raw: string | null) => (raw ? AccountSchema.parse(JSON.parse(raw)) : null);
+
+  /** Changes a key record by id with an optimistic transaction (retried if another replica changed it meanwhile). */
+  const change = async (id: string, apply: (record: KeyRecord) => KeyRecord): Promise<KeyRecord | null> => {
+    const hash = await redis.get(k.byId(id));
+    if (!hash) return null;
+    for (;;) {
+      await redis.watch(k.byHash(hash));
+      const record = parseKey(await redis.get(k.byHash(hash)));
+      if (!record) return (await redis.unwatch(), null);
+      const next = apply(record);
+      const done = await redis.multi().set(k.byHash(hash), JSON.stringify(next)).exec();
+      if (done) return next;
+    }
+  };
 
   return {
     name: 'redis',
@@ -45,17 +60,10 @@ export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore
       return (await redis.mget(present.map(k.byHash))).map(parseKey).filter((r): r is KeyRecord => !!r);
     },
     async revokeKey(id, at) {
-      const hash = await redis.get(k.byId(id));
-      if (!hash) return null;
-      // Optimistic transaction: retry if another replica changed the record meanwhile.
-      for (;;) {
-        await redis.watch(k.byHash(hash));
-        const record = parseKey(await redis.get(k.byHash(hash)));
-        if (!record) return (await redis.unwatch(), null);
-        record.revoked ??= at;
-        const done = await redis.multi().set(k.byHash(hash), JSON.stringify(record)).exec();
-        if (done) return record;
-      }
+      return change(id, (record) => ({ ...record, revoked: record.revoked ?? at }));
+    },
+    async setKeyLimits(id, limits) {
+      return change(id, (record) => withLimits(record, limits));
     },
     async getAccount(id) {
       reachable();
@@ -76,7 +84,7 @@ export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore
 }
 
 /** The URL without its password, for messages. */
-function redactedUrl(url: string): string {
+export function redactedUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';

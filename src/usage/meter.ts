@@ -1,0 +1,186 @@
+// Usage metering, per-key rate limits and monthly account quotas (the usage-based plan), over a
+// UsageStore (memory, file or Redis: src/usage/stores). The HTTP app opens one ticket per
+// authenticated operation: admit (requests per minute) before the body is read, charge (input
+// tokens per minute, the month's quota) once the texts are tokenised and before the model runs,
+// settle when the answer is known (a 200 is recorded; anything else gives its charge back).
+import type { Principal } from '../auth/records.ts';
+import { problem, type Problem } from '../contract/problems.ts';
+import type { TakeItem, TakeResult, UsageStore } from './store.ts';
+
+/** What usage records count, per route: OpenAI-shaped and proxied calls count as the route they map to. */
+export type MeteredOperation = 'embeddings' | 'rerankings' | 'tokenize';
+
+export interface Ticket {
+  /** Requests per minute: a 429 when the key has used its requests this minute. */
+  admit(): Promise<Problem | null>;
+  /** Input tokens of the request, exactly, before the model runs: a 429 over the key's tokens per minute or the account's monthly quota. */
+  charge(inputTokens: number): Promise<Problem | null>;
+  /** A 200 with its reported input tokens is recorded; anything else (null) gives back what was charged. */
+  settle(inputTokens: number | null): Promise<void>;
+  /** RateLimit-Policy and RateLimit headers (IETF draft) for the key's limits, if it has any. */
+  headers(): Record<string, string>;
+}
+
+export interface Meter {
+  open(principal: Principal, operation: MeteredOperation): Ticket;
+}
+
+export interface MeterOptions {
+  /** Milliseconds since the epoch (tests move time). */
+  readonly now?: () => number;
+  /**
+   * A store failure: while checking limits (`check`: the request gets a 503), or while recording a
+   * request that was answered (`record`: the request is not failed for it).
+   */
+  readonly onStoreError?: (error: unknown, during: 'check' | 'record') => void;
+}
+
+const MINUTE_MS = 60_000;
+/** Clients that retry 429s (openai-node, lexembed's) leave these alone: no wait of theirs makes them pass. */
+const NO_RETRY = { 'x-should-retry': 'false' };
+
+/** Counter names, shared by every store. */
+export const counters = {
+  requests: (keyId: string, minute: number) => `rpm:${keyId}:${minute}`,
+  tokens: (keyId: string, minute: number) => `tpm:${keyId}:${minute}`,
+  month: (account: string, month: string) => `month:${account}:${month}`,
+};
+
+/** YYYY-MM-DD and YYYY-MM of a time, UTC. */
+export const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+export const utcMonth = (ms: number) => new Date(ms).toISOString().slice(0, 7);
+
+/** The first millisecond of the next UTC month. */
+export function nextMonthStart(ms: number): number {
+  const d = new Date(ms);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+/** Seconds until `end`, at least 1 (what Retry-After and RateLimit's t say). */
+const secondsUntil = (end: number, now: number) => Math.max(1, Math.ceil((end - now) / 1000));
+
+export function createMeter(store: UsageStore, options: MeterOptions = {}): Meter {
+  const now = options.now ?? Date.now;
+  const unreachable = (error: unknown) => (
+    options.onStoreError?.(error, 'check'),
+    problem(
+      'unavailable',
+      `the usage store (${store.name}) cannot be reached, so the request's limits could not be checked; retry after the Retry-After delay (the server log says why)`,
+      { 'retry-after': '2' },
+    )
+  );
+  return {
+    open(principal, operation) {
+      const { key, account } = principal;
+      const opened = now();
+      const minute = Math.floor(opened / MINUTE_MS);
+      const minuteEnds = (minute + 1) * MINUTE_MS;
+      const monthOf = utcMonth(opened);
+      // Month counters outlive their month a while, so `lexembed usage` and quotas never race their expiry.
+      const monthExpiry = nextMonthStart(opened) + 40 * 24 * 3600_000;
+      const taken: { counter: string; amount: number }[] = [];
+      const state: { requests?: number; tokens?: number } = {};
+      let charged = 0;
+      let settled = false;
+
+      const limitHeaders = (): Record<string, string> => {
+        const policies: string[] = [];
+        const current: string[] = [];
+        const t = secondsUntil(minuteEnds, now());
+        if (key.rpm) {
+          policies.push(`"rpm";q=${key.rpm};w=60;qu="requests"`);
+          current.push(`"rpm";r=${Math.max(0, key.rpm - (state.requests ?? 0))};t=${t}`);
+        }
+        if (key.tpm) {
+          policies.push(`"tpm";q=${key.tpm};w=60;qu="tokens"`);
+          if (state.tokens !== undefined) current.push(`"tpm";r=${Math.max(0, key.tpm - state.tokens)};t=${t}`);
+        }
+        return { ...(policies.length ? { 'ratelimit-policy': policies.join(', ') } : {}), ...(current.length ? { ratelimit: current.join(', ') } : {}) };
+      };
+      const giveBack = async () => {
+        for (const { counter, amount } of taken.splice(0)) await store.giveBack(counter, amount);
+      };
+
+      return {
+        async admit() {
+          if (!key.rpm) return null;
+          let result: TakeResult;
+          try {
+            // The request counts against the rate whatever its outcome: not given back.
+            result = await store.take([{ counter: counters.requests(key.id, minute), amount: 1, limit: key.rpm, expiresAt: minuteEnds + MINUTE_MS }]);
+          } catch (error) {
+            return unreachable(error);
+          }
+          state.requests = result.used[0];
+          if (result.taken) return null;
+          const wait = secondsUntil(minuteEnds, now());
+          return problem(
+            'rateLimited',
+            `the API key ${key.id} may make ${key.rpm} requests per minute and has made them all this minute; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
+            { 'retry-after': String(wait), ...limitHeaders() },
+          );
+        },
+
+        async charge(inputTokens) {
+          // One atomic take: the key's tokens this minute (if limited) and the account's month,
+          // which always counts (a quota set mid-month sees the month's usage before it).
+          const quota = account.monthly_tokens ?? null;
+          const month: TakeItem = { counter: counters.month(account.id, monthOf), amount: inputTokens, limit: quota, expiresAt: monthExpiry };
+          const items: TakeItem[] = key.tpm ? [{ counter: counters.tokens(key.id, minute), amount: inputTokens, limit: key.tpm, expiresAt: minuteEnds + MINUTE_MS }, month] : [month];
+          let result: TakeResult;
+          try {
+            result = await store.take(items);
+          } catch (error) {
+            return unreachable(error);
+          }
+          if (key.tpm) state.tokens = result.used[0];
+          if (result.taken) {
+            taken.push(...items.map(({ counter, amount }) => ({ counter, amount })));
+            charged += inputTokens;
+            return null;
+          }
+          if (items[result.refused] === month) {
+            const renews = nextMonthStart(opened);
+            return problem(
+              'quotaExceeded',
+              `the account ${account.id} has used ${result.used.at(-1)} of its monthly quota of ${quota} input tokens in ${monthOf} (UTC), and this request needs ${inputTokens}; the quota renews at ${new Date(renews).toISOString()}`,
+              { 'retry-after': String(secondsUntil(renews, now())), ...NO_RETRY, ...limitHeaders() },
+            );
+          }
+          if (inputTokens > key.tpm!) {
+            // No wait makes this request fit: say so, without a Retry-After to wait for.
+            return problem(
+              'rateLimited',
+              `this request has ${inputTokens} input tokens, more than the API key ${key.id} may use in a minute (${key.tpm}); send fewer or shorter texts per request`,
+              { ...NO_RETRY, ...limitHeaders() },
+            );
+          }
+          const wait = secondsUntil(minuteEnds, now());
+          return problem(
+            'rateLimited',
+            `this request has ${inputTokens} input tokens and the API key ${key.id} has ${Math.max(0, key.tpm! - result.used[0]!)} of its ${key.tpm} input tokens per minute left; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
+            { 'retry-after': String(wait), ...limitHeaders() },
+          );
+        },
+
+        async settle(inputTokens) {
+          if (settled) return;
+          settled = true;
+          try {
+            // Refused or failed: not counted, and the tokens it was charged go back.
+            if (inputTokens === null) return void (await giveBack());
+            // An operation that runs no model is never charged; one that reports other tokens than it was charged is corrected.
+            const month = counters.month(account.id, monthOf);
+            if (inputTokens > charged) await store.take([{ counter: month, amount: inputTokens - charged, limit: null, expiresAt: monthExpiry }]);
+            else if (inputTokens < charged) await store.giveBack(month, charged - inputTokens);
+            await store.record({ account: account.id, key_id: key.id, operation, day: utcDay(opened) }, inputTokens);
+          } catch (error) {
+            options.onStoreError?.(error, 'record');
+          }
+        },
+
+        headers: limitHeaders,
+      };
+    },
+  };
+}
