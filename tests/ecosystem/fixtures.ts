@@ -19,6 +19,6 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
 }
 
 /** The server for the calling test file (static model: fast); read `url` and `key` in tests. */
-export function useKeyedServer(): { readonly url: string; readonly key: string } {
+export function useKeyedServer(): { readonly url: string; readonly key: string; readonly dir: string } {
   return useServer(STATIC_MODEL_DIR);
 }

@@ -8,6 +8,8 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { embedMany } from 'ai';
 import { MemoryVectorStore } from '@langchain/classic/vectorstores/memory';
 import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { runCli } from '../support/cli.ts';
 import { cosine, MODEL, STATUTES, useKeyedServer } from './fixtures.ts';
 
 const server = useKeyedServer();
@@ -50,6 +52,30 @@ describe('the openai client', () => {
     const wrongKey = await new OpenAI({ apiKey: 'lxk_v1_nope', baseURL: `${server.url}/openai/v1`, maxRetries: 0 }).embeddings.create({ model: MODEL, input: 'x' }).catch((e: unknown) => e);
     expect(wrongKey).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((wrongKey as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe('invalid_api_key');
+  });
+
+  it('a rate limit is its RateLimitError after the retries it allows (honouring Retry-After); a spent quota is thrown at once, type insufficient_quota', async () => {
+    const limited = await runCli(['keys', 'create', '--account', 'openai-limited', '--rpm', '1', '--data-dir', join(server.dir, '.lexembed')]);
+    const key = limited.stdout.trim().split('\n').at(-1)!;
+    let hits = 0;
+    const counting: typeof fetch = (input, init) => (hits++, fetch(input, init));
+    const limitedClient = new OpenAI({ apiKey: key, baseURL: `${server.url}/openai/v1`, maxRetries: 0, fetch: counting });
+    await limitedClient.embeddings.create({ model: MODEL, input: 'x' });
+    const refused = await limitedClient.embeddings.create({ model: MODEL, input: 'x' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(refused).toMatchObject({ status: 429, code: 'rate_limit_exceeded', type: 'requests' });
+    expect(Number((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+    const quota = await runCli(['keys', 'create', '--account', 'openai-quota', '--data-dir', join(server.dir, '.lexembed')]);
+    await runCli(['accounts', 'set', 'openai-quota', '--monthly-tokens', '3', '--data-dir', join(server.dir, '.lexembed')]);
+    hits = 0;
+    // maxRetries 2: a retryable 429 would be sent three times; x-should-retry: false stops it at one.
+    const spent = await new OpenAI({ apiKey: quota.stdout.trim().split('\n').at(-1)!, baseURL: `${server.url}/openai/v1`, maxRetries: 2, fetch: counting })
+      .embeddings.create({ model: MODEL, input: 'the tenant shall pay rent' })
+      .catch((e: unknown) => e);
+    expect(spent).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(spent).toMatchObject({ status: 429, code: 'insufficient_quota', type: 'insufficient_quota' });
+    expect(hits).toBe(1);
   });
 
   it('models.list lists the model and its aliases', async () => {
