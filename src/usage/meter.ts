@@ -59,8 +59,31 @@ export function nextMonthStart(ms: number): number {
 /** Seconds until `end`, at least 1 (what Retry-After and RateLimit's t say). */
 const secondsUntil = (end: number, now: number) => Math.max(1, Math.ceil((end - now) / 1000));
 
+/** The windows a request falls in, computed once a minute (dates are not cheap per request). */
+interface Calendar {
+  readonly minute: number;
+  readonly minuteEnds: number;
+  readonly day: string;
+  readonly month: string;
+  readonly renews: number;
+  /** Month counters outlive their month a while, so `lexembed usage` and quotas never race their expiry. */
+  readonly monthExpiry: number;
+}
+
+function calendarOf(minute: number): Calendar {
+  const ms = minute * MINUTE_MS;
+  const renews = nextMonthStart(ms);
+  return { minute, minuteEnds: ms + MINUTE_MS, day: utcDay(ms), month: utcMonth(ms), renews, monthExpiry: renews + 40 * 24 * 3600_000 };
+}
+
 export function createMeter(store: UsageStore, options: MeterOptions = {}): Meter {
   const now = options.now ?? Date.now;
+  let calendar = calendarOf(Math.floor(now() / MINUTE_MS));
+  const calendarAt = (ms: number) => {
+    const minute = Math.floor(ms / MINUTE_MS);
+    if (minute !== calendar.minute) calendar = calendarOf(minute);
+    return calendar;
+  };
   const unreachable = (error: unknown) => (
     options.onStoreError?.(error, 'check'),
     problem(
@@ -72,12 +95,7 @@ export function createMeter(store: UsageStore, options: MeterOptions = {}): Mete
   return {
     open(principal, operation) {
       const { key, account } = principal;
-      const opened = now();
-      const minute = Math.floor(opened / MINUTE_MS);
-      const minuteEnds = (minute + 1) * MINUTE_MS;
-      const monthOf = utcMonth(opened);
-      // Month counters outlive their month a while, so `lexembed usage` and quotas never race their expiry.
-      const monthExpiry = nextMonthStart(opened) + 40 * 24 * 3600_000;
+      const { minute, minuteEnds, day, month: monthOf, renews, monthExpiry } = calendarAt(now());
       const taken: { counter: string; amount: number }[] = [];
       const state: { requests?: number; tokens?: number } = {};
       let charged = 0;
@@ -140,7 +158,6 @@ export function createMeter(store: UsageStore, options: MeterOptions = {}): Mete
             return null;
           }
           if (items[result.refused] === month) {
-            const renews = nextMonthStart(opened);
             return problem(
               'quotaExceeded',
               `the account ${account.id} has used ${result.used.at(-1)} of its monthly quota of ${quota} input tokens in ${monthOf} (UTC), and this request needs ${inputTokens}; the quota renews at ${new Date(renews).toISOString()}`,
@@ -173,7 +190,7 @@ export function createMeter(store: UsageStore, options: MeterOptions = {}): Mete
             const month = counters.month(account.id, monthOf);
             if (inputTokens > charged) await store.take([{ counter: month, amount: inputTokens - charged, limit: null, expiresAt: monthExpiry }]);
             else if (inputTokens < charged) await store.giveBack(month, charged - inputTokens);
-            await store.record({ account: account.id, key_id: key.id, operation, day: utcDay(opened) }, inputTokens);
+            await store.record({ account: account.id, key_id: key.id, operation, day }, inputTokens);
           } catch (error) {
             options.onStoreError?.(error, 'record');
           }

@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { counters, nextMonthStart } from '../meter.ts';
 import type { UsageRow, UsageStore } from '../store.ts';
-import { rowKeyOf } from '../store.ts';
-import { createMemoryUsageStore } from './memory.ts';
+import { addTo, createMemoryUsageStore } from './memory.ts';
 
 export const USAGE_LOG = 'usage.log';
 /** Most milliseconds between a request being answered and its usage written to disk. */
@@ -67,7 +66,7 @@ export function createFileUsageStore(dataDir: string, options: { writer: boolean
   }
 
   let fd: number | undefined;
-  const pending = new Map<string, UsageRow>();
+  const pending: Parameters<typeof addTo>[0] = new Map();
   let timer: ReturnType<typeof setTimeout> | undefined;
   if (options.writer) {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -90,9 +89,7 @@ export function createFileUsageStore(dataDir: string, options: { writer: boolean
     async record(key, inputTokens) {
       if (fd === undefined) throw new Error('the usage store was opened to read only');
       await memory.record(key, inputTokens);
-      const k = rowKeyOf(key);
-      const had = pending.get(k);
-      pending.set(k, had ? { ...had, requests: had.requests + 1, input_tokens: had.input_tokens + inputTokens } : { ...key, requests: 1, input_tokens: inputTokens });
+      addTo(pending, key, 1, inputTokens);
       if (!timer) {
         timer = setTimeout(flush, FLUSH_MS);
         timer.unref?.();

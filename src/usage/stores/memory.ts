@@ -8,10 +8,22 @@ export interface MemoryUsageStore extends UsageStore {
   seed(counter: string, value: number, expiresAt: number): void;
 }
 
+/** Adds to a row of a map of rows by key, in place. */
+export function addTo(rows: Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>, row: UsageRowKey, requests: number, inputTokens: number): void {
+  const k = rowKeyOf(row);
+  const had = rows.get(k);
+  if (had) {
+    had.requests += requests;
+    had.input_tokens += inputTokens;
+  } else {
+    rows.set(k, { account: row.account, key_id: row.key_id, operation: row.operation, day: row.day, requests, input_tokens: inputTokens });
+  }
+}
+
 export function createMemoryUsageStore(options: { now?: () => number } = {}): MemoryUsageStore {
   const now = options.now ?? Date.now;
   const counters = new Map<string, { value: number; expiresAt: number }>();
-  const rows = new Map<string, UsageRow>();
+  const rows = new Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>();
   let sweptAt = 0;
   const counter = (name: string) => {
     const t = now();
@@ -22,11 +34,7 @@ export function createMemoryUsageStore(options: { now?: () => number } = {}): Me
     const c = counters.get(name);
     return c && c.expiresAt > t ? c : undefined;
   };
-  const add = (row: UsageRow) => {
-    const k = rowKeyOf(row);
-    const had = rows.get(k);
-    rows.set(k, had ? { ...had, requests: had.requests + row.requests, input_tokens: had.input_tokens + row.input_tokens } : { ...row });
-  };
+  const add = (row: UsageRow) => addTo(rows, row, row.requests, row.input_tokens);
   return {
     name: 'memory',
     add,
@@ -53,7 +61,7 @@ export function createMemoryUsageStore(options: { now?: () => number } = {}): Me
       if (c) c.value -= amount;
     },
     async record(row: UsageRowKey, inputTokens) {
-      add({ ...row, requests: 1, input_tokens: inputTokens });
+      addTo(rows, row, 1, inputTokens);
     },
     async rows(filter) {
       return sortRows([...rows.values()].filter((r) => rowMatches(r, filter)).map((r) => ({ ...r })));

@@ -1,5 +1,5 @@
 // A Redis usage store, shared by every replica: limits take from counters in one atomic script,
-// and each answered request adds to its usage row (MULTI) before the answer is sent, so a server
+// and each answered request adds to its usage row (one script, atomic) before the answer is sent, so a server
 // killed mid-load loses no counts.
 import { Redis } from 'ioredis';
 import { COMMAND_TIMEOUT_MS, redactedUrl } from '../../auth/stores/redis.ts';
@@ -22,6 +22,8 @@ for i = 1, #KEYS do
 end
 return {1, unpack(used)}
 `;
+/** Adds a request (1) and ARGV[2] tokens to field ARGV[1] of KEYS[1] (requests) and KEYS[2] (tokens); the day ARGV[3] to the set KEYS[3]. */
+const RECORD = `redis.call('HINCRBY', KEYS[1], ARGV[1], 1) redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2]) redis.call('SADD', KEYS[3], ARGV[3]) return 0`;
 /** Subtracts ARGV[1] from KEYS[1] if it still exists (an expired window needs nothing back). */
 const GIVE_BACK = `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECRBY', KEYS[1], ARGV[1]) end return 0`;
 
@@ -31,9 +33,12 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
   redis.on('error', () => {});
   redis.defineCommand('lexembedTake', { lua: TAKE });
   redis.defineCommand('lexembedGiveBack', { numberOfKeys: 1, lua: GIVE_BACK });
+  // One script a record, not MULTI…EXEC: one command for Redis to run instead of five.
+  redis.defineCommand('lexembedRecord', { numberOfKeys: 3, lua: RECORD });
   const scripts = redis as unknown as {
     lexembedTake(keyCount: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
     lexembedGiveBack(key: string, amount: number): Promise<number>;
+    lexembedRecord(requests: string, tokens: string, days: string, field: string, inputTokens: number, day: string): Promise<number>;
   };
   const reachable = () => {
     if (redis.status === 'reconnecting' || redis.status === 'end' || redis.status === 'close') {
@@ -61,7 +66,7 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
     async record(row, inputTokens) {
       reachable();
       const field = rowKeyOf(row);
-      await redis.multi().hincrby(k.requests(row.day), field, 1).hincrby(k.tokens(row.day), field, inputTokens).sadd(k.days, row.day).exec();
+      await scripts.lexembedRecord(k.requests(row.day), k.tokens(row.day), k.days, field, inputTokens, row.day);
     },
     async rows(filter = {}) {
       const days = (await redis.smembers(k.days)).filter((day) => rowMatches({ day, account: filter.account ?? '', key_id: '', operation: '' }, { ...filter, account: undefined }));
