@@ -32,6 +32,8 @@ export interface LoadModelOptions {
   /** Overrides the API model name from the settings file. */
   readonly modelName?: string;
   readonly threads?: number;
+  /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/runtime/transformers-backend.ts). */
+  readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
   readonly limits?: SchedulerLimits;
   /**
@@ -82,6 +84,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     settings,
     device: 'cpu',
     intraOpNumThreads: options.threads ?? availableParallelism(),
+    threadSpinning: options.threadSpinning ?? false,
   };
   const device = options.device ?? 'cpu';
   if (options.inference === 'main' && device === 'webgpu') {

@@ -1,0 +1,164 @@
+// `npm run bench:cpu`: CPU time per text of the HTTP server against raw onnxruntime-node running
+// the same model file on the same texts, at ~16, ~128 and ~512 tokens (issue "Server efficiency").
+//   raw:    a process of its own: the texts pre-tokenised, sorted by length, batches of 32,
+//           onnxruntime-node with the server's thread count; its process CPU (every thread) per text.
+//   server: `lexembed serve --no-auth`; its process CPU (every thread, from /proc/<pid>/stat) while
+//           a load generator in another process (so its CPU is not counted) sends requests of 16
+//           texts from 8 clients.
+// Prints CPU-ms per text for both, efficiency (raw ÷ server: 1 means no overhead) and texts/s of
+// each, per length, all in one run. Compare figures only within a run.
+// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 8] [--lengths 16,128,512] [--threads 2] [--serve-args "…"]
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
+import { makeTexts, wordsForTokens } from './texts.ts';
+
+const SELF = fileURLToPath(import.meta.url);
+const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
+const CLK_TCK = 100; // Linux USER_HZ
+
+const { values } = parseArgs({
+  options: {
+    role: { type: 'string', default: 'main' },
+    model: { type: 'string', default: BUNDLED_MODEL_DIR },
+    seconds: { type: 'string', default: '8' },
+    lengths: { type: 'string', default: '16,128,512' },
+    threads: { type: 'string', default: String(availableParallelism()) },
+    url: { type: 'string', default: '' },
+    length: { type: 'string', default: '16' },
+    'serve-args': { type: 'string', default: '' },
+  },
+});
+const modelDir = resolve(values.model!);
+const seconds = Number(values.seconds);
+const threads = Number(values.threads);
+
+/** The benchmark's texts of about `tokens` tokens for this model's tokenizer (the same in every process). */
+async function textsOf(tokens: number) {
+  const { AutoTokenizer, env } = await import('@huggingface/transformers');
+  env.allowRemoteModels = false;
+  env.localModelPath = dirname(modelDir) + '/';
+  const tokenizer = await AutoTokenizer.from_pretrained(basename(modelDir));
+  const encode = (t: string) => tokenizer.encode(t) as number[];
+  const max = JSON.parse(readFileSync(join(modelDir, 'lexembed.json'), 'utf8')).max_input_tokens as number;
+  const texts = makeTexts(512, wordsForTokens(encode, Math.min(tokens, max - 2)), tokens);
+  return { texts, ids: texts.map((t) => encode(t).slice(0, max)) };
+}
+
+/** Process CPU seconds of every thread of `pid` (user + system). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+async function rawRole() {
+  const ort = await import('onnxruntime-node');
+  const { padBatch } = await import('../src/runtime/padding.ts');
+  const { ids } = await textsOf(Number(values.length));
+  const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
+  const sorted = [...ids].sort((a, b) => a.length - b.length);
+  const batches: number[][][] = [];
+  for (let i = 0; i < sorted.length; i += 32) batches.push(sorted.slice(i, i + 32));
+  const run = async (batch: number[][]) => {
+    const { dims, inputIds, attentionMask, tokenTypeIds } = padBatch(batch);
+    const all = { input_ids: new ort.Tensor('int64', inputIds, dims), attention_mask: new ort.Tensor('int64', attentionMask, dims), token_type_ids: new ort.Tensor('int64', tokenTypeIds, dims) };
+    await session.run(Object.fromEntries(session.inputNames.map((n) => [n, all[n as keyof typeof all]])));
+  };
+  for (const b of batches.slice(0, 4)) await run(b); // warm
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let texts = 0;
+  while (performance.now() - t0 < seconds * 1000) for (const b of batches) (await run(b), (texts += b.length));
+  const cpu = process.cpuUsage(cpu0);
+  const wall = (performance.now() - t0) / 1000;
+  console.log(JSON.stringify({ texts, wall, cpu: (cpu.user + cpu.system) / 1e6 }));
+}
+
+async function loadRole() {
+  const { texts } = await textsOf(Number(values.length));
+  const bodies = Array.from({ length: Math.ceil(texts.length / 16) }, (_, i) => JSON.stringify({ model: 'legal-2-embedder', texts: texts.slice(i * 16, i * 16 + 16) }));
+  let sent = 0;
+  const client = async (until: number, count: boolean) => {
+    let done = 0;
+    while (performance.now() < until) {
+      const res = await fetch(`${values.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[sent++ % bodies.length] });
+      if (res.status !== 200) throw new Error(`status ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+      if (count) done += 16;
+    }
+    return done;
+  };
+  await Promise.all(Array.from({ length: 8 }, () => client(performance.now() + 2000, false))); // warm
+  console.log('measure');
+  const t0 = performance.now();
+  const done = (await Promise.all(Array.from({ length: 8 }, () => client(t0 + seconds * 1000, true)))).reduce((a, b) => a + b, 0);
+  console.log(JSON.stringify({ texts: done, wall: (performance.now() - t0) / 1000 }));
+}
+
+/** Runs this file in a role, in a process of its own; `onLine` sees its output lines. */
+function child(role: string, extra: string[], onLine: (line: string) => void = () => {}): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', SELF, '--role', role, '--model', modelDir, '--seconds', String(seconds), '--threads', String(threads), ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let last = '';
+    let buffer = '';
+    p.stdout.on('data', (d: Buffer) => {
+      buffer += d;
+      for (let i = buffer.indexOf('\n'); i >= 0; i = buffer.indexOf('\n')) {
+        const line = buffer.slice(0, i);
+        buffer = buffer.slice(i + 1);
+        last = line;
+        onLine(line);
+      }
+    });
+    p.on('exit', (code) => (code === 0 ? resolvePromise(last) : reject(new Error(`${role} exited with ${code}`))));
+  });
+}
+
+async function startServer(): Promise<{ pid: number; url: string; stop: () => void }> {
+  const extra = values['serve-args'] ? values['serve-args'].split(' ').filter(Boolean) : [];
+  const p = spawn(process.execPath, [CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const onData = (d: Buffer) => {
+      output += d;
+      const m = /listening on (http:\/\/[^\s)"]+)/.exec(output);
+      if (m && /model .* loaded/.test(output)) resolveUrl(m[1]!);
+    };
+    p.stdout!.on('data', onData);
+    p.stderr!.on('data', onData);
+    p.on('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
+  });
+  return { pid: p.pid!, url, stop: () => p.kill('SIGTERM') };
+}
+
+async function main() {
+  console.log(`CPU per text — model ${modelDir}, ${threads} onnxruntime threads, ${seconds} s per measurement, ${availableParallelism()} cores${values['serve-args'] ? `, serve ${values['serve-args']}` : ''}`);
+  console.log('tokens   raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s');
+  const server = await startServer();
+  try {
+    for (const length of values.lengths!.split(',').map(Number)) {
+      const raw = JSON.parse(await child('raw', ['--length', String(length)])) as { texts: number; wall: number; cpu: number };
+      let cpu0 = 0;
+      const load = JSON.parse(await child('load', ['--length', String(length), '--url', server.url], (line) => line === 'measure' && (cpu0 = cpuSecondsOf(server.pid)))) as { texts: number; wall: number };
+      const serverCpu = cpuSecondsOf(server.pid) - cpu0;
+      const rawPer = (raw.cpu / raw.texts) * 1000;
+      const serverPer = (serverCpu / load.texts) * 1000;
+      const rawRate = raw.texts / raw.wall;
+      const serverRate = load.texts / load.wall;
+      console.log(
+        `${String(length).padStart(6)}   ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}`,
+      );
+    }
+    console.log('(targets: efficiency ≥ 0.90 at every length; server texts/s ≥ 0.90 × raw for short texts)');
+  } finally {
+    server.stop();
+  }
+}
+
+if (values.role === 'raw') await rawRole();
+else if (values.role === 'load') await loadRole();
+else await main();
