@@ -38,6 +38,13 @@ describe('metrics and logs', () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l));
 
+  it('prints nothing but JSON records, on stdout and stderr: with --device auto on a machine without a usable GPU, Dawn\'s own warnings stay in the probe', async () => {
+    await embed();
+    const lines = server.output().split('\n').filter((l) => l.trim());
+    expect(lines.filter((l) => !l.startsWith('{'))).toEqual([]);
+    expect(logRecords().some((r) => /^device: auto: /.test(r.msg))).toBe(true);
+  });
+
   it('returns the given x-request-id, or a generated one', async () => {
     const res = await embed({ 'x-request-id': 'req-abc.123' });
     expect(res.status).toBe(200);

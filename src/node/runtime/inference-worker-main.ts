@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { decideGpuDtype, decideServerDevice, FP16_MODEL_FILE } from './webgpu/decide.ts';
 import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
+import { probeAdapters } from './webgpu/probe.ts';
 import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
 import { messageOf } from '../../util/message-of.ts';
 
@@ -20,8 +21,11 @@ const data = workerData as InferenceWorkerData;
 let gpu: WebGPUHandle | null = null;
 try {
   const requested = data.serverDevice ?? 'cpu';
-  if (requested !== 'cpu') gpu = await openWebGPU(data.gpuAdapter);
-  const decision = decideServerDevice(requested, gpu, data.gpuAdapter);
+  // auto asks a child process first: only when a usable adapter exists does this process load Dawn
+  // (which would otherwise print its warnings on a CPU machine). webgpu loads it at once.
+  const probed = requested === 'auto' ? decideServerDevice('auto', await probeAdapters(data.gpuAdapter), data.gpuAdapter) : null;
+  if (requested === 'webgpu' || probed?.device === 'webgpu') gpu = await openWebGPU(data.gpuAdapter);
+  const decision = probed?.device === 'cpu' ? probed : decideServerDevice(requested, gpu, data.gpuAdapter);
   // Native: onnxruntime-node's own WebGPU provider (its built-in Dawn) runs the model on the
   // default adapter, so the `webgpu` package only chose the device. Web: onnxruntime-web's WASM
   // build over that Dawn, the one way onto another adapter: --gpu-adapter naming a non-default one
