@@ -3,6 +3,7 @@
 import { MAX_RERANK_CHUNKS, problem, queryTooLong, tooManyChunks, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result } from '../contract/index.ts';
 import { chunkText, tokenOffsets, wordTokenCounter } from './chunk.ts';
 import { chunkOneText, dot, scoreTexts } from './rerank.ts';
+import { encodeInSlices, slicesOf } from './slices.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
 import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, RerankInput, RerankOutput } from './types.ts';
@@ -42,6 +43,7 @@ export function createEmbedder(
   hooks: EmbedderHooks = {},
 ): Embedder {
   const maxTokens = settings.max_input_tokens;
+  const encode = (text: string) => backend.encode(text);
   const scheduler = new BatchScheduler(backend, limits, hooks);
   // Tokens of a prompt alone ([CLS] prompt [SEP]): a text adding none has nothing the model can read.
   const promptTokens = new Map<string, number>();
@@ -91,14 +93,25 @@ export function createEmbedder(
       }
       return { ok: true, value: chunkText(text, { size, overlap }, wordTokenCounter((t) => backend.encode(t))) };
     },
-    tokenize(texts, { task, offsets }) {
+    async tokenize(texts, { task, offsets }) {
       const prompt = task ? settings.prompts[task] ?? '' : '';
       const tokenize = backend.tokenize ? (t: string) => backend.tokenize!(t) : (t: string) => backend.encode(t).slice(1, -1).map(String);
-      return texts.map((text, index) => ({
-        index,
-        input_tokens: backend.encode(prompt + text).length,
-        ...(offsets ? { tokens: tokenOffsets(text, tokenize) } : {}),
-      }));
+      // Slice by slice, yielding between slices: a long text must not stall the event loop.
+      const pause = pauser();
+      const results: Awaited<ReturnType<Embedder['tokenize']>> = [];
+      for (const [index, text] of texts.entries()) {
+        const inputTokens = (await encodeInSlices(encode, prompt + text, pause)).length;
+        let tokens: ReturnType<typeof tokenOffsets> | undefined;
+        if (offsets) {
+          tokens = [];
+          for (const { offset, piece } of slicesOf(text)) {
+            await pause();
+            for (const t of tokenOffsets(piece, tokenize)) tokens.push({ token: t.token, start: t.start + offset, end: t.end + offset });
+          }
+        }
+        results.push({ index, input_tokens: inputTokens, ...(tokens ? { tokens } : {}) });
+      }
+      return results;
     },
     reranker,
     rerank: reranking ? rerank : undefined,
@@ -112,7 +125,8 @@ export function createEmbedder(
     for (const [index, text] of input.texts.entries()) {
       await pause();
       if (options.signal?.aborted) throw options.signal.reason;
-      const ids = backend.encode(prompt + text);
+      // drop_end reads no further than the model does; a refusal names the exact length.
+      const ids = await encodeInSlices(encode, prompt + text, pause, input.overflowStrategy === 'drop_end' ? maxTokens : Infinity);
       if (ids.length <= tokensOfPrompt(prompt)) return { ok: false, problem: unreadable(`texts[${index}]`) };
       if (ids.length > maxTokens && input.overflowStrategy === null) {
         return {

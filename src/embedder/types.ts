@@ -68,8 +68,8 @@ export interface Embedder extends ModelCapabilities {
   chunkText(text: string, options?: { size?: number | null; overlap?: number | null }): Result<TextChunk[]>;
   /** The most tokens one chunk may have: the model's input less its special tokens and document prompt. */
   readonly maxChunkTokens: number;
-  /** Token counts as `embed` would read the texts (before truncation), optionally each token with offsets. */
-  tokenize(texts: readonly string[], options: { task: Task | null; offsets: boolean }): TokenizeResponse['results'];
+  /** Token counts as `embed` would read the texts (before truncation), optionally each token with offsets; yields to the event loop as it goes. */
+  tokenize(texts: readonly string[], options: { task: Task | null; offsets: boolean }): Promise<TokenizeResponse['results']>;
   /** The reranker's limits, when the model folder carries a reranking fit. */
   readonly reranker?: RerankCapabilities;
   /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */

@@ -6,6 +6,6 @@ import { answer, type Outcome } from './outcome.ts';
 export async function createTokenization(request: unknown, embedder: Embedder): Promise<Outcome<TokenizeResponse>> {
   const parsed = validateTokenizeRequest(request, embedder);
   if (!parsed.ok) return parsed;
-  const results = embedder.tokenize(parsed.value.texts, { task: parsed.value.task, offsets: parsed.value.return_offsets });
+  const results = await embedder.tokenize(parsed.value.texts, { task: parsed.value.task, offsets: parsed.value.return_offsets });
   return answer({ results, max_input_tokens: embedder.settings.max_input_tokens });
 }

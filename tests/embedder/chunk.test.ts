@@ -1,18 +1,26 @@
 // Token-exact chunking and token offsets with the bundled model's own tokenizer: offsets round-trip
 // (the slice between start and end tokenises to exactly the chunk's tokens) on Unicode-heavy legal
 // text and on a 50,000-character document; chunks keep to the size, overlap and preferred breaks.
+import { basename, dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chunkText, wordTokenCounter } from '../../src/embedder/chunk.ts';
+import { chunkText, tokenOffsets, wordTokenCounter } from '../../src/embedder/chunk.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../../src/node/runtime/load-model.ts';
 import type { Embedder, EmbeddingBackend } from '../../src/embedder/types.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
+import { encodeInSlices, textSlices } from '../../src/embedder/slices.ts';
 
 let embedder: Embedder;
 let encode: (text: string) => number[];
+let pieces: (text: string) => string[];
 beforeAll(async () => {
   embedder = await loadModelFolder(BUNDLED_MODEL_DIR, { inference: 'main' });
-  // The embedder's tokenizer, reached through its tokenize results (input_tokens = ids with [CLS] and [SEP]).
-  encode = (text) => Array.from({ length: embedder.tokenize([text], { task: null, offsets: false })[0]!.input_tokens });
+  // The same tokenizer file, loaded as transformers.js loads it for the embedder.
+  const { AutoTokenizer, env } = await import('@huggingface/transformers');
+  env.allowRemoteModels = false;
+  env.localModelPath = `${dirname(BUNDLED_MODEL_DIR)}/`;
+  const tokenizer = await AutoTokenizer.from_pretrained(basename(BUNDLED_MODEL_DIR));
+  encode = (text) => tokenizer.encode(text);
+  pieces = (text) => tokenizer.tokenize(text);
 }, 60_000);
 afterAll(() => embedder?.dispose());
 
@@ -111,10 +119,10 @@ describe('the embedder', () => {
 
   it('tokenize: input tokens as embed counts them, and tokens with offsets that cover each word exactly', async () => {
     const text = 'Subleasing § 12(b): the naïve Lessee’s café.';
-    const [plain] = embedder.tokenize([text], { task: 'retrieval/query', offsets: false });
+    const [plain] = await embedder.tokenize([text], { task: 'retrieval/query', offsets: false });
     const embedded = await embedder.embed({ texts: [text], task: 'retrieval/query', overflowStrategy: 'drop_end', dimensions: null });
     expect(embedded.ok && plain!.input_tokens).toBe(embedded.ok ? embedded.value.inputTokens : -1);
-    const [withOffsets] = embedder.tokenize([text], { task: null, offsets: true });
+    const [withOffsets] = await embedder.tokenize([text], { task: null, offsets: true });
     const spans = withOffsets!.tokens!;
     expect(spans).toHaveLength(tokensOf(text));
     expect(spans.slice(0, 3)).toEqual([{ token: 'sub', start: 0, end: 3 }, { token: '##lea', start: 3, end: 6 }, { token: '##sing', start: 6, end: 10 }]);
@@ -133,4 +141,45 @@ it('works over any backend: the fake one counts words', () => {
   const e = createEmbedder({ name: 'x', max_input_tokens: 6, dimensions: { default: 2, max: 2, matryoshka: [] }, prompts: {}, tasks: [], pooling: 'mean' } as never, backend);
   const chunks = e.chunkText('one two three four five six seven');
   expect(chunks.ok && chunks.value.map((c) => c.text)).toEqual(['one two three four', 'five six seven']);
+});
+
+describe('long texts, tokenised in slices (src/embedder/slices.ts)', () => {
+  // ~130,000 characters: Unicode, tabs and newlines, a 20,000-character "word", no-break and zero-width spaces.
+  const LONG = (UNICODE_LEGAL.repeat(60) + 'y'.repeat(20_000) + ' tail\u00A0end\u200B. ' + UNICODE_LEGAL.repeat(60)).replace(/ {2}/g, ' \t');
+
+  it('cuts only at ASCII whitespace, covering the text', () => {
+    const slices = textSlices(LONG);
+    expect(slices.length).toBeGreaterThan(10);
+    expect(slices[0]![0]).toBe(0);
+    expect(slices.at(-1)![1]).toBe(LONG.length);
+    for (let i = 1; i < slices.length; i++) {
+      expect(slices[i]![0]).toBe(slices[i - 1]![1]);
+      expect(LONG[slices[i]![0]]).toMatch(/[ \t\n\r]/);
+    }
+  });
+
+  it('gives exactly the ids of one call, and with a limit a prefix closed by [SEP]', async () => {
+    const whole = encode(LONG);
+    expect(await encodeInSlices(encode, LONG, async () => {})).toEqual(whole);
+    const prefix = await encodeInSlices(encode, LONG, async () => {}, 512);
+    expect(prefix.length).toBeGreaterThan(512);
+    expect(prefix.slice(0, -1)).toEqual(whole.slice(0, prefix.length - 1));
+    expect(prefix.at(-1)).toBe(whole.at(-1));
+  });
+
+  it('tokenize counts and offsets a long text as in one piece; embed with drop_end reads it as its first 512 tokens', async () => {
+    const [result] = await embedder.tokenize([LONG], { task: null, offsets: true });
+    expect(result!.input_tokens).toBe(encode(LONG).length);
+    expect(result!.tokens).toHaveLength(encode(LONG).length - 2);
+    expect(result!.tokens).toEqual(tokenOffsets(LONG, pieces));
+    const embed = async (text: string) => {
+      const r = await embedder.embed({ texts: [text], task: null, overflowStrategy: 'drop_end', dimensions: null });
+      if (!r.ok) throw new Error(r.problem.detail ?? r.problem.code);
+      return r.value;
+    };
+    const [long, head] = [await embed(LONG), await embed(LONG.slice(0, 20_000))];
+    expect(long.inputTokens).toBe(512);
+    expect(long.truncatedTexts).toBe(1);
+    expect(Array.from(long.vectors[0]!)).toEqual(Array.from(head.vectors[0]!));
+  });
 });

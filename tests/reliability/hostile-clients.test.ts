@@ -84,6 +84,38 @@ describe('the API deployment (static model, file key store)', () => {
     expect((await problemOf(res)).detail).toMatch(/^the texts split into more than 4096 chunks, this server's limit per request \(texts\[0\] to texts\[\d\] alone make \d+ chunks of 1 tokens\); use a larger chunking_options.size/);
   });
 
+  it('a 3.6 MB text to /v1/tokenize (and /v1/embeddings) does not stall the event loop: /health keeps answering meanwhile', async () => {
+    const huge = longTexts(1, 'statute')[0]!.repeat(1200); // 3.6 MB of words
+    for (const [path, body] of [
+      ['/v1/tokenize', { model: MODEL, texts: huge, return_offsets: false }],
+      ['/v1/embeddings', { model: MODEL, texts: [huge], overflow_strategy: null }],
+    ] as const) {
+      const health: number[] = [];
+      let pending = true;
+      const t0 = performance.now();
+      const answer = fetch(`${server.url}${path}`, { method: 'POST', headers: { ...JSON_HEADERS, ...auth() }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() }));
+      void answer.finally(() => (pending = false));
+      while (pending) {
+        const t = performance.now();
+        await fetch(`${server.url}/health`).then((r) => r.arrayBuffer());
+        health.push(performance.now() - t);
+      }
+      const total = performance.now() - t0;
+      const { status, body: result } = await answer;
+      if (path === '/v1/tokenize') {
+        expect(status).toBe(200);
+        expect(result.results[0].input_tokens).toBeGreaterThan(600_000);
+      } else {
+        expect(status).toBe(400);
+        expect(result.detail).toMatch(/^texts\[0\] is \d{6,} tokens long, over the model's maximum of 512/);
+      }
+      // Before: one synchronous tokenising call held the loop for most of the request (~1 s here).
+      console.log(`${path}, 3.6 MB: answered in ${total.toFixed(0)} ms; /health answered ${health.length} times, slowest ${Math.max(...health).toFixed(0)} ms`);
+      expect(Math.max(...health)).toBeLessThan(Math.max(250, total / 4));
+      expect(health.length).toBeGreaterThan(3);
+    }
+  });
+
   it('at saturation every request is answered: 200 with every vector, or a 503 problem with Retry-After', async () => {
     // 24 clients × 128 texts of ~700 tokens each (truncated to 512) against a 65,536-token queue: one request fills it.
     const texts = longTexts(128, 'overload');
