@@ -1,6 +1,6 @@
 // Chooses where the in-browser model runs: WebGPU when a real (non-fallback) adapter exists,
 // else WASM; says why. Detects from the runtime's navigator only, then applies the rules every
-// runtime shares (src/embedder/device.ts).
+// runtime shares (src/runtime/device-rules.ts).
 import { decideDevice, type AdapterReport } from '../runtime/device-rules.ts';
 import { messageOf } from '../util/message-of.ts';
 

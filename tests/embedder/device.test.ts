@@ -1,4 +1,4 @@
-// The one device decision both runtimes use (src/embedder/device.ts), as a table: what was asked
+// The one device decision both runtimes use (src/runtime/device-rules.ts), as a table: what was asked
 // and what the runtime saw → where the model runs, on the server (cpu) and in a browser (wasm).
 import { describe, expect, it } from 'vitest';
 import { decideDevice, type DeviceRuntime, type WebGPUReport } from '../../src/runtime/device-rules.ts';

@@ -47,7 +47,7 @@ export interface LoadModelOptions {
    * a batch runs) or `main` (the calling thread; blocks it during each batch).
    */
   readonly inference?: 'worker' | 'main';
-  /** cpu (default here), webgpu or auto: see src/node/webgpu/. WebGPU needs the worker. */
+  /** cpu (default here), webgpu or auto: see src/node/runtime/webgpu/. WebGPU needs the worker. */
   readonly device?: ServerDevice;
   /** Picks the WebGPU adapter whose name contains this. */
   readonly gpuAdapter?: string;
