@@ -12,6 +12,7 @@ import { parseModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../runtime/transformers-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { chooseDevice, type DeviceChoice, type LocalDevice } from './device.ts';
+import { retryingFetch } from '../util/fetch-retry.ts';
 
 export interface LocalClientOptions {
   /** URL path of the model folder, e.g. '/models/legal-2-embedder/' (served by the application). */
@@ -111,7 +112,10 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
     const cores = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1;
     onnx.wasm.numThreads = options.numThreads ?? (isolated ? Math.min(4, cores) : 1);
   }
-  const settingsResponse = await fetch(`${base}lexembed.json`);
+  // Model files are large and a busy server or a dropped connection happens: every fetch of them retries.
+  const tf = env as unknown as { fetch: typeof fetch };
+  tf.fetch = retryingFetch(tf.fetch ?? fetch);
+  const settingsResponse = await tf.fetch(`${base}lexembed.json`);
   if (!settingsResponse.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${settingsResponse.status}); serve the model folder at ${base}`);
   const settings = parseModelSettings(await settingsResponse.json(), `${base}lexembed.json`);
   const choice = await chooseDevice(options.device ?? 'auto', options.allowFallbackAdapter);

@@ -24,6 +24,19 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
   expect(external).toEqual([]);
 });
 
+test('a model file whose first fetch fails (connection dropped, then a 503) still loads: the fetch is retried', async ({ page }) => {
+  await offline(page);
+  const failures: string[] = [];
+  await page.context().route('**/models/legal-2-embedder/onnx/model.onnx', async (route) => {
+    if (failures.length === 0) return failures.push('abort'), route.abort('connectionreset');
+    if (failures.length === 1) return failures.push('503'), route.fulfill({ status: 503, body: 'busy' });
+    return route.fallback();
+  });
+  await page.goto('/?device=wasm');
+  await searchAndCheck(page, 'wasm-retried');
+  expect(failures).toEqual(['abort', '503']);
+});
+
 test('a long document: chunked with exact offsets, searched by example queries, the best passage highlighted in place', async ({ page }) => {
   await offline(page);
   await page.goto('/?device=wasm');
