@@ -125,7 +125,7 @@ export function createApp(options: AppOptions): Hono<Env> {
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
     if (!body.ok) return body;
     const ticket = c.get('ticket');
-    return operation(body.value, embedder, { signal: c.req.raw.signal, charge: ticket?.charge });
+    return operation(body.value, embedder, { signal: c.req.raw.signal, charge: ticket && ((tokens) => ticket.charge(tokens)) });
   };
 
   const table: Route<Env>[] = [

@@ -79,125 +79,156 @@ function calendarOf(minute: number): Calendar {
 export function createMeter(store: UsageStore, options: MeterOptions = {}): Meter {
   const now = options.now ?? Date.now;
   let calendar = calendarOf(Math.floor(now() / MINUTE_MS));
-  const calendarAt = (ms: number) => {
-    const minute = Math.floor(ms / MINUTE_MS);
-    if (minute !== calendar.minute) calendar = calendarOf(minute);
-    return calendar;
-  };
-  const unreachable = (error: unknown) => (
-    options.onStoreError?.(error, 'check'),
-    problem(
-      'unavailable',
-      `the usage store (${store.name}) cannot be reached, so the request's limits could not be checked; retry after the Retry-After delay (the server log says why)`,
-      { 'retry-after': '2' },
-    )
-  );
-  return {
-    open(principal, operation) {
-      const { key, account } = principal;
-      const { minute, minuteEnds, day, month: monthOf, renews, monthExpiry } = calendarAt(now());
-      const taken: { counter: string; amount: number }[] = [];
-      const state: { requests?: number; tokens?: number } = {};
-      let charged = 0;
-      let settled = false;
-
-      const limitHeaders = (): Record<string, string> => {
-        const policies: string[] = [];
-        const current: string[] = [];
-        const t = secondsUntil(minuteEnds, now());
-        if (key.rpm) {
-          policies.push(`"rpm";q=${key.rpm};w=60;qu="requests"`);
-          current.push(`"rpm";r=${Math.max(0, key.rpm - (state.requests ?? 0))};t=${t}`);
-        }
-        if (key.tpm) {
-          policies.push(`"tpm";q=${key.tpm};w=60;qu="tokens"`);
-          if (state.tokens !== undefined) current.push(`"tpm";r=${Math.max(0, key.tpm - state.tokens)};t=${t}`);
-        }
-        return { ...(policies.length ? { 'ratelimit-policy': policies.join(', ') } : {}), ...(current.length ? { ratelimit: current.join(', ') } : {}) };
-      };
-      const giveBack = async () => {
-        for (const { counter, amount } of taken.splice(0)) await store.giveBack(counter, amount);
-      };
-
-      return {
-        async admit() {
-          if (!key.rpm) return null;
-          let result: TakeResult;
-          try {
-            // The request counts against the rate whatever its outcome: not given back.
-            result = await store.take([{ counter: counters.requests(key.id, minute), amount: 1, limit: key.rpm, expiresAt: minuteEnds + MINUTE_MS }]);
-          } catch (error) {
-            return unreachable(error);
-          }
-          state.requests = result.used[0];
-          if (result.taken) return null;
-          const wait = secondsUntil(minuteEnds, now());
-          return problem(
-            'rateLimited',
-            `the API key ${key.id} may make ${key.rpm} requests per minute and has made them all this minute; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
-            { 'retry-after': String(wait), ...limitHeaders() },
-          );
-        },
-
-        async charge(inputTokens) {
-          // One atomic take: the key's tokens this minute (if limited) and the account's month,
-          // which always counts (a quota set mid-month sees the month's usage before it).
-          const quota = account.monthly_tokens ?? null;
-          const month: TakeItem = { counter: counters.month(account.id, monthOf), amount: inputTokens, limit: quota, expiresAt: monthExpiry };
-          const items: TakeItem[] = key.tpm ? [{ counter: counters.tokens(key.id, minute), amount: inputTokens, limit: key.tpm, expiresAt: minuteEnds + MINUTE_MS }, month] : [month];
-          let result: TakeResult;
-          try {
-            result = await store.take(items);
-          } catch (error) {
-            return unreachable(error);
-          }
-          if (key.tpm) state.tokens = result.used[0];
-          if (result.taken) {
-            taken.push(...items.map(({ counter, amount }) => ({ counter, amount })));
-            charged += inputTokens;
-            return null;
-          }
-          if (items[result.refused] === month) {
-            return problem(
-              'quotaExceeded',
-              `the account ${account.id} has used ${result.used.at(-1)} of its monthly quota of ${quota} input tokens in ${monthOf} (UTC), and this request needs ${inputTokens}; the quota renews at ${new Date(renews).toISOString()}`,
-              { 'retry-after': String(secondsUntil(renews, now())), ...NO_RETRY, ...limitHeaders() },
-            );
-          }
-          if (inputTokens > key.tpm!) {
-            // No wait makes this request fit: say so, without a Retry-After to wait for.
-            return problem(
-              'rateLimited',
-              `this request has ${inputTokens} input tokens, more than the API key ${key.id} may use in a minute (${key.tpm}); send fewer or shorter texts per request`,
-              { ...NO_RETRY, ...limitHeaders() },
-            );
-          }
-          const wait = secondsUntil(minuteEnds, now());
-          return problem(
-            'rateLimited',
-            `this request has ${inputTokens} input tokens and the API key ${key.id} has ${Math.max(0, key.tpm! - result.used[0]!)} of its ${key.tpm} input tokens per minute left; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
-            { 'retry-after': String(wait), ...limitHeaders() },
-          );
-        },
-
-        async settle(inputTokens) {
-          if (settled) return;
-          settled = true;
-          try {
-            // Refused or failed: not counted, and the tokens it was charged go back.
-            if (inputTokens === null) return void (await giveBack());
-            // An operation that runs no model is never charged; one that reports other tokens than it was charged is corrected.
-            const month = counters.month(account.id, monthOf);
-            if (inputTokens > charged) await store.take([{ counter: month, amount: inputTokens - charged, limit: null, expiresAt: monthExpiry }]);
-            else if (inputTokens < charged) await store.giveBack(month, charged - inputTokens);
-            await store.record({ account: account.id, key_id: key.id, operation, day }, inputTokens);
-          } catch (error) {
-            options.onStoreError?.(error, 'record');
-          }
-        },
-
-        headers: limitHeaders,
-      };
+  const context: MeterContext = {
+    store,
+    now,
+    onStoreError: options.onStoreError,
+    calendarAt(ms) {
+      const minute = Math.floor(ms / MINUTE_MS);
+      if (minute !== calendar.minute) calendar = calendarOf(minute);
+      return calendar;
     },
   };
+  return { open: (principal, operation) => new MeteredRequest(context, principal, operation) };
+}
+
+interface MeterContext {
+  readonly store: UsageStore;
+  readonly now: () => number;
+  readonly onStoreError?: MeterOptions['onStoreError'];
+  calendarAt(ms: number): Calendar;
+}
+
+/** One request's ticket: what it took from which counter, so a failure gives exactly that back. */
+class MeteredRequest implements Ticket {
+  private readonly calendar: Calendar;
+  private readonly taken: { counter: string; amount: number }[] = [];
+  /** The key's counters as this request last saw them (for the RateLimit header). */
+  private requestsUsed?: number;
+  private tokensUsed?: number;
+  private charged = 0;
+  private settled = false;
+
+  constructor(
+    private readonly context: MeterContext,
+    private readonly principal: Principal,
+    private readonly operation: MeteredOperation,
+  ) {
+    this.calendar = context.calendarAt(context.now());
+  }
+
+  async admit(): Promise<Problem | null> {
+    const { key } = this.principal;
+    const { minute, minuteEnds } = this.calendar;
+    if (!key.rpm) return null;
+    let result: TakeResult;
+    try {
+      // The request counts against the rate whatever its outcome: not given back.
+      result = await this.context.store.take([{ counter: counters.requests(key.id, minute), amount: 1, limit: key.rpm, expiresAt: minuteEnds + MINUTE_MS }]);
+    } catch (error) {
+      return this.unreachable(error);
+    }
+    this.requestsUsed = result.used[0];
+    if (result.taken) return null;
+    const wait = this.secondsToMinuteEnd();
+    return problem(
+      'rateLimited',
+      `the API key ${key.id} may make ${key.rpm} requests per minute and has made them all this minute; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
+      { 'retry-after': String(wait), ...this.headers() },
+    );
+  }
+
+  async charge(inputTokens: number): Promise<Problem | null> {
+    const { key, account } = this.principal;
+    const { minute, minuteEnds, month: monthOf, renews, monthExpiry } = this.calendar;
+    // One atomic take: the key's tokens this minute (if limited) and the account's month, which
+    // always counts (a quota set mid-month sees the month's usage before it).
+    const quota = account.monthly_tokens ?? null;
+    const month: TakeItem = { counter: counters.month(account.id, monthOf), amount: inputTokens, limit: quota, expiresAt: monthExpiry };
+    const items: TakeItem[] = key.tpm ? [{ counter: counters.tokens(key.id, minute), amount: inputTokens, limit: key.tpm, expiresAt: minuteEnds + MINUTE_MS }, month] : [month];
+    let result: TakeResult;
+    try {
+      result = await this.context.store.take(items);
+    } catch (error) {
+      return this.unreachable(error);
+    }
+    if (key.tpm) this.tokensUsed = result.used[0];
+    if (result.taken) {
+      this.taken.push(...items.map(({ counter, amount }) => ({ counter, amount })));
+      this.charged += inputTokens;
+      return null;
+    }
+    if (items[result.refused] === month) {
+      return problem(
+        'quotaExceeded',
+        `the account ${account.id} has used ${result.used.at(-1)} of its monthly quota of ${quota} input tokens in ${monthOf} (UTC), and this request needs ${inputTokens}; the quota renews at ${new Date(renews).toISOString()}`,
+        { 'retry-after': String(secondsUntil(renews, this.context.now())), ...NO_RETRY, ...this.headers() },
+      );
+    }
+    if (inputTokens > key.tpm!) {
+      // No wait makes this request fit: say so, without a Retry-After to wait for.
+      return problem(
+        'rateLimited',
+        `this request has ${inputTokens} input tokens, more than the API key ${key.id} may use in a minute (${key.tpm}); send fewer or shorter texts per request`,
+        { ...NO_RETRY, ...this.headers() },
+      );
+    }
+    const wait = this.secondsToMinuteEnd();
+    return problem(
+      'rateLimited',
+      `this request has ${inputTokens} input tokens and the API key ${key.id} has ${Math.max(0, key.tpm! - result.used[0]!)} of its ${key.tpm} input tokens per minute left; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
+      { 'retry-after': String(wait), ...this.headers() },
+    );
+  }
+
+  async settle(inputTokens: number | null): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    const { store } = this.context;
+    const { key, account } = this.principal;
+    try {
+      // Refused or failed: not counted, and the tokens it was charged go back.
+      if (inputTokens === null) return void (await this.giveBack());
+      // An operation that runs no model is never charged; one that reports other tokens than it was charged is corrected.
+      const month = counters.month(account.id, this.calendar.month);
+      if (inputTokens > this.charged) await store.take([{ counter: month, amount: inputTokens - this.charged, limit: null, expiresAt: this.calendar.monthExpiry }]);
+      else if (inputTokens < this.charged) await store.giveBack(month, this.charged - inputTokens);
+      await store.record({ account: account.id, key_id: key.id, operation: this.operation, day: this.calendar.day }, inputTokens);
+    } catch (error) {
+      this.context.onStoreError?.(error, 'record');
+    }
+  }
+
+  headers(): Record<string, string> {
+    const { key } = this.principal;
+    const policies: string[] = [];
+    const current: string[] = [];
+    const t = this.secondsToMinuteEnd();
+    if (key.rpm) {
+      policies.push(`"rpm";q=${key.rpm};w=60;qu="requests"`);
+      current.push(`"rpm";r=${Math.max(0, key.rpm - (this.requestsUsed ?? 0))};t=${t}`);
+    }
+    if (key.tpm) {
+      policies.push(`"tpm";q=${key.tpm};w=60;qu="tokens"`);
+      if (this.tokensUsed !== undefined) current.push(`"tpm";r=${Math.max(0, key.tpm - this.tokensUsed)};t=${t}`);
+    }
+    return { ...(policies.length ? { 'ratelimit-policy': policies.join(', ') } : {}), ...(current.length ? { ratelimit: current.join(', ') } : {}) };
+  }
+
+  private secondsToMinuteEnd(): number {
+    return secondsUntil(this.calendar.minuteEnds, this.context.now());
+  }
+
+  private async giveBack(): Promise<void> {
+    for (const { counter, amount } of this.taken.splice(0)) await this.context.store.giveBack(counter, amount);
+  }
+
+  private unreachable(error: unknown): Problem {
+    this.context.onStoreError?.(error, 'check');
+    return problem(
+      'unavailable',
+      `the usage store (${this.context.store.name}) cannot be reached, so the request's limits could not be checked; retry after the Retry-After delay (the server log says why)`,
+      { 'retry-after': '2' },
+    );
+  }
 }
