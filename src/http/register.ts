@@ -1,0 +1,78 @@
+// Registration apart from the rows (as Hono's own hono-base.ts keeps registration apart from
+// dispatch): each row becomes a Hono route that authenticates first wherever the row names a
+// resource, meters it where the row names what it counts as, runs the handler, and serialises
+// its outcome here, once: a value as JSON, a problem in the route's error shape.
+import type { Context, Hono } from 'hono';
+import { problem, type Problem } from '../contract/index.ts';
+import { isRefusal, type Authenticate } from '../auth/records.ts';
+import type { Meter, Ticket } from '../usage/meter.ts';
+import type { ModelState } from './model-state.ts';
+import type { Env } from './observe.ts';
+import { FINGERPRINT_HEADER, MODEL_ID_HEADER, modelIdentity } from './route-table.ts';
+import type { Route } from './routes.ts';
+
+export interface Registration {
+  readonly authenticate: Authenticate;
+  readonly usage?: Meter;
+  readonly state: ModelState;
+  /** A problem as the request's route answers it (problem details, or OpenAI's error shape). */
+  readonly fail: (c: Context<Env>, p: Problem) => Response;
+}
+
+/** Registers every row; returns the methods served per path (for 405s and the request log). */
+export function registerRoutes(app: Hono<Env>, table: readonly Route<Env>[], registration: Registration): Map<string, string[]> {
+  const allowed = new Map<string, string[]>();
+  for (const route of table) {
+    allowed.set(route.path, [...(allowed.get(route.path) ?? []), route.method]);
+    app.on(route.method, route.path, (c) => serve(route, c, registration));
+  }
+  return allowed;
+}
+
+async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, state, fail }: Registration): Promise<Response> {
+  let ticket: Ticket | undefined;
+  if (route.resource) {
+    const decision = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: route.resource });
+    if (decision && isRefusal(decision)) return fail(c, decision);
+    if (decision && route.meter && usage) {
+      ticket = usage.open(decision, route.meter);
+      const limited = await ticket.admit();
+      if (limited) return fail(c, limited);
+      c.set('ticket', ticket);
+    }
+  }
+  let inputTokens: number | null = null;
+  try {
+    const outcome = await route.handler(c);
+    if (outcome instanceof Response) return outcome;
+    if (!outcome.ok) return fail(c, outcome.problem);
+    inputTokens = outcome.value.inputTokens ?? 0;
+    if (outcome.value.inputTokens !== null) c.set('inputTokens', outcome.value.inputTokens);
+    const loaded = route.operation ? state.loaded() : null;
+    if (loaded) {
+      const { model_id, fingerprint } = modelIdentity(loaded);
+      if (model_id) c.header(MODEL_ID_HEADER, model_id);
+      if (fingerprint) c.header(FINGERPRINT_HEADER, fingerprint);
+    }
+    for (const [name, value] of Object.entries(ticket?.headers() ?? {})) c.header(name, value);
+    return c.json(outcome.value.body as object);
+  } finally {
+    // Recorded before the answer leaves (a shared store then loses no count if this process dies).
+    await ticket?.settle(inputTokens);
+  }
+}
+
+/** 405 with Allow for a known path, 404 otherwise; a thrown error is a 500 problem, reported. */
+export function registerFallbacks(app: Hono<Env>, allowed: ReadonlyMap<string, string[]>, fail: Registration['fail'], onUnexpectedError?: (error: unknown) => void): void {
+  app.notFound((c) => {
+    const methods = allowed.get(c.req.path);
+    if (methods) {
+      return fail(c, problem('methodNotAllowed', `${c.req.method} is not allowed on ${c.req.path}; use ${methods.join(' or ')}`, { allow: methods.join(', ') }));
+    }
+    return fail(c, problem('notFound', `no route at ${c.req.path.slice(0, 200)}; the embeddings endpoint is POST /v1/embeddings`));
+  });
+  app.onError((error, c) => {
+    (onUnexpectedError ?? ((e) => console.error('lexembed: unexpected error:', e)))(error);
+    return fail(c, problem('internal', 'an unexpected error occurred while processing the request; retry, and report it if it persists'));
+  });
+}
