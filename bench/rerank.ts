@@ -142,8 +142,9 @@ const queryText = (q: string) => backend.decode!(backend.encode(q));
 
 /** Chunks, chunk vectors and chunk terms of texts, embedded once. */
 async function chunkCorpus(texts: string[]) {
-  const chunked = chunkTexts(backend, texts, chunking, settings.prompts['retrieval/document'] ?? '');
+  const chunked = await chunkTexts(backend, texts, chunking, settings.prompts['retrieval/document'] ?? '');
   if ('unreadable' in chunked) throw new Error(`text ${chunked.unreadable} has no readable token`);
+  if ('tooMany' in chunked) throw new Error('unreachable: no chunk cap here');
   const vectors = await embedSequences(chunked.sequences);
   let k = 0;
   return { chunkTexts: chunked.chunkTexts, vectors: chunked.chunkTexts.map((c) => c.map(() => vectors[k++]!)), terms: chunked.chunkTexts.map((c) => c.map((t) => termCounts(terms(t)))) };

@@ -52,19 +52,40 @@ export function chunkOneText(
   return { sequences, texts };
 }
 
+export interface ChunkLoopOptions {
+  /** Awaited between texts (the embedder yields to the event loop there). */
+  readonly pause?: () => Promise<void>;
+  readonly signal?: AbortSignal;
+  /** Stop as soon as the chunks pass this many. */
+  readonly maxChunks?: number;
+}
+
+export type ChunkLoopResult = ChunkedTexts | { readonly unreadable: number } | { readonly tooMany: { readonly texts: number; readonly chunks: number } };
+
 /**
- * Splits each text into chunks (chunkOneText) and frames each chunk as the model reads a document.
- * Returns the index of the first text with no readable token instead.
+ * Splits each text into chunks (chunkOneText) and frames each chunk as the model reads a document:
+ * the one chunk loop of reranking, run by the embedder, the benchmark that fits the weights and
+ * the tests. Returns the index of the first text with no readable token instead, or, past
+ * `maxChunks`, how many texts made how many chunks.
  */
-export function chunkTexts(tokenizer: Pick<EmbeddingBackend, 'encode' | 'decode'>, texts: readonly string[], chunking: Chunking, documentPrompt: string): ChunkedTexts | { readonly unreadable: number } {
+export async function chunkTexts(
+  tokenizer: Pick<EmbeddingBackend, 'encode' | 'decode'>,
+  texts: readonly string[],
+  chunking: Chunking,
+  documentPrompt: string,
+  options: ChunkLoopOptions = {},
+): Promise<ChunkLoopResult> {
   const count = wordTokenCounter((t) => tokenizer.encode(t));
   const sequences: number[][] = [];
   const chunked: string[][] = [];
   for (const [index, text] of texts.entries()) {
+    await options.pause?.();
+    if (options.signal?.aborted) throw options.signal.reason;
     const one = chunkOneText(tokenizer, text, chunking, documentPrompt, count);
     if (one.sequences.length === 0) return { unreadable: index };
     sequences.push(...one.sequences);
     chunked.push(one.texts);
+    if (options.maxChunks !== undefined && sequences.length > options.maxChunks) return { tooMany: { texts: index + 1, chunks: sequences.length } };
   }
   return { sequences, chunkTexts: chunked };
 }

@@ -64,12 +64,13 @@ describe('rankResults', () => {
 });
 
 describe('scoring', () => {
-  it('chunks whole words with overlap (chunk.ts, as lexembed embed --chunk-tokens), frames them as the model reads a document, and names a text with nothing readable', () => {
+  it('chunks whole words with overlap (chunk.ts, as lexembed embed --chunk-tokens), frames them as the model reads a document, and names a text with nothing readable or where a cap was passed', async () => {
     // A toy tokenizer: [CLS]=101, one id per word (its length), [SEP]=102.
     const tokenizer = { encode: (t: string) => [101, ...t.split(/\s+/).filter(Boolean).map((w) => w.length), 102], decode: (ids: readonly number[]) => ids.join(' ') };
-    const chunked = chunkTexts(tokenizer, ['a bb ccc dddd', 'ee'], { size: 3, overlap: 1 }, '');
+    const chunked = await chunkTexts(tokenizer, ['a bb ccc dddd', 'ee'], { size: 3, overlap: 1 }, '');
     expect(chunked).toEqual({ sequences: [[101, 1, 2, 3, 102], [101, 3, 4, 102], [101, 2, 102]], chunkTexts: [['1 2 3', '3 4'], ['2']] });
-    expect(chunkTexts(tokenizer, ['fine', '   '], { size: 3, overlap: 0 }, '')).toEqual({ unreadable: 1 });
+    expect(await chunkTexts(tokenizer, ['fine', '   '], { size: 3, overlap: 0 }, '')).toEqual({ unreadable: 1 });
+    expect(await chunkTexts(tokenizer, ['a bb ccc dddd', 'ee', 'f'], { size: 3, overlap: 1 }, '', { maxChunks: 2 })).toEqual({ tooMany: { texts: 2, chunks: 3 } });
   });
 
   it('BM25 over the request: IDF from its documents, divided by the query ceiling', () => {
