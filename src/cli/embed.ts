@@ -97,23 +97,72 @@ export const metaPathOf = (output: string) => `${output}.meta.json`;
 export async function embedCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values: config, positionals, help } = parseOptions('lexembed embed', args, EMBED_OPTIONS, EmbedConfigSchema);
   if (help) return (out(EMBED_USAGE), 0);
+  const { input, corpus, chunking } = checkArguments(config, positionals);
+  const shard = await shardOf(config.shard, input, corpus);
+  const rowsOf = () => (shard ? inShard(readCorpus(input, corpus), shard) : readCorpus(input, corpus));
+  const resume = await scanForResume(rowsOf, input, config.output, chunking !== null, err);
+  const task = config.task || null;
+  const dimensions = config.dimensions === '' ? null : config.dimensions;
+  const source = await openSource(config, task, dimensions, chunking, err);
+
+  // The output records how it was made; a resumed run must make the same vectors.
+  const made = { ...runSettings(await source.identity(), task, dimensions, chunking), shard: shard ? `${shard.index}/${shard.count}` : null };
+  checkOrWriteMeta(config.output, made, resume.last !== null);
+  if (resume.total === 0) err(`lexembed embed: warning: ${input} has no rows to embed${corpus.format === 'jsonl' ? ` (JSONL lines with "${config['id-field']}" and "${config['text-field']}")` : ''}`);
+  // A document cut off mid-way is counted as done by the scan; it is finished in this run.
+  let already = resume.already;
+  if (source.chunkText && resume.last?.chunk !== undefined && source.chunkText(resume.lastText).length - 1 > resume.last.chunk) already--;
+
+  const writer = new RowWriter(config.output, source, resume.last);
+  const progress = chunking
+    ? createProgress(resume.total, already, config.progress, err, 'documents', () => ` · ${writer.chunksWritten} chunks`)
+    : createProgress(resume.total, already, config.progress, err);
+  writer.onRowsDone = (n) => progress.advance(n);
+  const run = await embedRows(rowsOf(), writer, { input, batchSize: config['batch-size'], onError: config['on-error'], lastId: resume.last?.id ?? null, last: resume.last }).finally(() => source.dispose());
+  progress.end();
+  if (run.failure) return (err(run.failure), 1);
+  const what = chunking ? 'documents' : 'rows';
+  if (run.stopped) {
+    err(`lexembed embed: ${run.stopped}: stopped; ${writer.written} ${what} of this run are saved in ${config.output} (${already + writer.written} of ${resume.total} in all). Run the same command again to resume where it stopped.`);
+    return 130;
+  }
+  if (source.truncated() > 0 && !chunking) {
+    err(`lexembed embed: ${source.truncated()} text(s) were longer than the model's maximum input (${source.maxInputTokens ?? 'its'} tokens) and were cut (drop_end): their ends are not in the vectors. To embed long documents whole, use --chunk-tokens N (one row per chunk) into another --output.`);
+  }
+  for (const line of run.bad.slice(0, 20)) err(`skipped ${line}`);
+  if (run.bad.length > 20) err(`skipped ${run.bad.length - 20} more bad rows`);
+  const chunks = chunking ? ` as ${writer.chunksWritten} chunks` : '';
+  const part = shard ? `; shard ${shard.index}/${shard.count}: input rows ${shard.from + 1}–${shard.to} of ${shard.rows}` : '';
+  out(`embedded ${writer.written} ${what}${chunks} into ${config.output} (${already} already there, ${run.bad.length} skipped${part})`);
+  return 0;
+}
+
+type EmbedConfig = z.output<typeof EmbedConfigSchema>;
+type Chunking = { size: number; overlap: number };
+type CorpusRow = { id: string; rawId: string | number; text: string; line: number } | { error: string; line: number };
+
+/** The input file, how to read it, and the chunking asked for; refuses combinations that cannot work. */
+function checkArguments(config: EmbedConfig, positionals: string[]) {
   const input = positionals[0];
   if (!input) throw new UsageError('lexembed embed: give the input file, e.g. lexembed embed corpus.jsonl --output vectors.jsonl');
   if (!existsSync(input)) throw new UsageError(`lexembed embed: no such input file: ${input}`);
   const format: CorpusFormat = config.format === 'auto' ? detectFormat(input) : config.format;
   const corpus = { format, idField: config['id-field'], textField: config['text-field'] };
   if (config.remote && config['batch-size'] > 128) throw new UsageError('lexembed embed: --batch-size must be at most 128 with --remote (the API limit)');
-  const chunking = config['chunk-tokens'] === '' ? null : { size: config['chunk-tokens'], overlap: config['overlap-tokens'] };
+  const chunking: Chunking | null = config['chunk-tokens'] === '' ? null : { size: config['chunk-tokens'], overlap: config['overlap-tokens'] };
   if (chunking && config.remote) {
     throw new UsageError('lexembed embed: --chunk-tokens cuts texts with the local model\'s tokenizer and embeds them locally; leave out --remote (or chunk the texts first, e.g. with the tokenize endpoint)');
   }
   if (!chunking && config['overlap-tokens'] > 0) throw new UsageError('lexembed embed: --overlap-tokens needs --chunk-tokens');
+  return { input, corpus, chunking };
+}
 
-  const shard = await shardOf(config.shard, input, corpus);
-  const rowsOf = () => (shard ? inShard(readCorpus(input, corpus), shard) : readCorpus(input, corpus));
-
-  // Rows are written in input order, so the output's last row says how far an earlier run got.
-  const last = resumePoint(config.output, err, chunking !== null);
+/**
+ * Rows are written in input order, so the output's last row says how far an earlier run got:
+ * counts the input's rows and those already done, and checks the output came from this input.
+ */
+async function scanForResume(rowsOf: () => AsyncIterable<CorpusRow>, input: string, output: string, chunked: boolean, err: (s: string) => void) {
+  const last = resumePoint(output, err, chunked);
   const lastId = last?.id ?? null;
   let total = 0;
   let already = 0;
@@ -126,166 +175,181 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
     if (!found && !counted.has(row.id)) (counted.add(row.id), already++);
     if (row.id === lastId) (found = true), (lastText = row.text);
   }
-  counted.clear();
-  if (!found) {
-    throw new UsageError(`lexembed embed: ${config.output} ends with id "${lastId}", which ${input} does not hold: it was written from another input; choose another --output`);
-  }
+  if (!found) throw new UsageError(`lexembed embed: ${output} ends with id "${lastId}", which ${input} does not hold: it was written from another input; choose another --output`);
   if (already) {
     const where = last?.chunk !== undefined ? `chunk ${last.chunk} of id "${lastId}"` : `id "${lastId}"`;
-    err(`lexembed embed: resuming after ${where}: ${already} ${chunking ? "documents" : "rows"} already in ${config.output}`);
+    err(`lexembed embed: resuming after ${where}: ${already} ${chunked ? 'documents' : 'rows'} already in ${output}`);
   }
+  return { last, total, already, lastText };
+}
 
-  const task = config.task || null;
-  const dimensions = config.dimensions === '' ? null : config.dimensions;
-  let embedBatch: EmbedBatch;
-  let identity: () => Promise<ModelIdentity>;
-  let truncated = 0;
-  let maxInputTokens: number | null = null;
-  let chunkText: ((text: string) => TextChunk[]) | null = null;
-  let dispose = async () => {};
+/** Where vectors come from: the local model, or a server (--remote). */
+interface Source {
+  readonly embedBatch: EmbedBatch;
+  readonly identity: () => Promise<ModelIdentity>;
+  /** Texts cut to the model's maximum so far (local model only). */
+  readonly truncated: () => number;
+  readonly maxInputTokens: number | null;
+  readonly chunkText: ((text: string) => TextChunk[]) | null;
+  readonly dispose: () => Promise<void>;
+}
+
+async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | null, dimensions: number | null, chunking: Chunking | null, err: (s: string) => void): Promise<Source> {
   if (config.remote) {
     // The key comes from LEXEMBED_API_KEY; without one, calls go unauthenticated (a --no-auth server).
     const client = new Lexembed({ baseURL: config.remote, apiKey: process.env.LEXEMBED_API_KEY?.trim() || null });
-    embedBatch = async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding);
-    identity = () => remoteIdentity(config.remote, config['model-name']);
-  } else {
-    // On WebGPU the batch budget is measured at load (a GPU batches far more than the CPU's 512 tokens).
-    const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), autoBatch: { tokens: true, size: true } });
-    if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
-    dispose = () => embedder.dispose();
-    if (dimensions !== null && dimensions > embedder.maxDimensions) {
-      await dispose();
-      throw new UsageError(`lexembed embed: --dimensions ${dimensions} exceeds the maximum of ${embedder.maxDimensions} for model "${embedder.modelName}" (${config.model}); pass an integer from 1 to ${embedder.maxDimensions}, or leave it out for the default ${embedder.settings.dimensions.default}`);
-    }
-    maxInputTokens = embedder.settings.max_input_tokens;
-    identity = async () => ({ name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null });
-    if (chunking) {
-      const check = embedder.chunkText('', chunking);
-      if (!check.ok) throw new UsageError(`lexembed embed: --chunk-tokens/--overlap-tokens: ${check.problem.detail}`);
-      chunkText = (text) => {
-        const chunks = embedder.chunkText(text, chunking);
-        if (!chunks.ok) throw new Error(chunks.problem.detail ?? 'chunking failed');
-        return chunks.value;
-      };
-    }
-    embedBatch = async (texts) => {
+    return {
+      embedBatch: async (texts) => (await client.embeddings.create({ model: config['model-name'], texts, task, dimensions })).embeddings.map((e) => e.embedding),
+      identity: () => remoteIdentity(config.remote, config['model-name']),
+      truncated: () => 0,
+      maxInputTokens: null,
+      chunkText: null,
+      dispose: async () => {},
+    };
+  }
+  // On WebGPU the batch budget is measured at load (a GPU batches far more than the CPU's 512 tokens).
+  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), autoBatch: { tokens: true, size: true } });
+  if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
+  if (dimensions !== null && dimensions > embedder.maxDimensions) {
+    await embedder.dispose();
+    throw new UsageError(`lexembed embed: --dimensions ${dimensions} exceeds the maximum of ${embedder.maxDimensions} for model "${embedder.modelName}" (${config.model}); pass an integer from 1 to ${embedder.maxDimensions}, or leave it out for the default ${embedder.settings.dimensions.default}`);
+  }
+  if (chunking) {
+    const check = embedder.chunkText('', chunking);
+    if (!check.ok) throw new UsageError(`lexembed embed: --chunk-tokens/--overlap-tokens: ${check.problem.detail}`);
+  }
+  let truncated = 0;
+  return {
+    embedBatch: async (texts) => {
       const r = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions });
       if (!r.ok) throw new Error(r.problem.detail ?? r.problem.code);
       truncated += r.value.truncatedTexts ?? 0;
       return r.value.vectors.map((v) => Array.from(v));
-    };
+    },
+    identity: async () => ({ name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null }),
+    truncated: () => truncated,
+    maxInputTokens: embedder.settings.max_input_tokens,
+    chunkText: chunking
+      ? (text) => {
+          const chunks = embedder.chunkText(text, chunking);
+          if (!chunks.ok) throw new Error(chunks.problem.detail ?? 'chunking failed');
+          return chunks.value;
+        }
+      : null,
+    dispose: () => embedder.dispose(),
+  };
+}
+
+/** A text to embed: a row, or one chunk of a row (with `lastOfRow` on its final chunk). */
+type Item = { id: string; rawId: string | number; text: string; chunk?: TextChunk & { index: number; lastOfRow: boolean } };
+
+/** Batches items, embeds them and appends their rows to the output, fsynced batch by batch. */
+class RowWriter {
+  private readonly fd: number;
+  private batch: Item[] = [];
+  written = 0;
+  chunksWritten = 0;
+  onRowsDone: (rows: number) => void = () => {};
+
+  constructor(
+    private readonly output: string,
+    private readonly source: Source,
+    private readonly last: ReturnType<typeof resumePoint>,
+  ) {
+    this.fd = openSync(output, 'a');
   }
 
-  // The output records how it was made; a resumed run must make the same vectors.
-  const made = { ...runSettings(await identity(), task, dimensions, chunking), shard: shard ? `${shard.index}/${shard.count}` : null };
-  checkOrWriteMeta(config.output, made, last !== null);
-  if (total === 0) err(`lexembed embed: warning: ${input} has no rows to embed${format === 'jsonl' ? ` (JSONL lines with "${config['id-field']}" and "${config['text-field']}")` : ''}`);
+  get pending(): number {
+    return this.batch.length;
+  }
 
-  // A document cut off mid-way is counted as done by the pass above; it is finished in this run.
-  if (chunkText && last?.chunk !== undefined && chunkText(lastText).length - 1 > last.chunk) already--;
-  let chunksWritten = 0;
-  const progress = chunking
-    ? createProgress(total, already, config.progress, err, 'documents', () => ` · ${chunksWritten} chunks`)
-    : createProgress(total, already, config.progress, err);
-  const fd = openSync(config.output, 'a');
-  const seen = new Set<string>();
-  let resuming = lastId !== null;
-  const bad: string[] = [];
-  /** A text to embed: a row, or one chunk of a row (with `lastOfRow` on its final chunk). */
-  type Item = { id: string; rawId: string | number; text: string; chunk?: TextChunk & { index: number; lastOfRow: boolean } };
-  let batch: Item[] = [];
-  let written = 0;
-  const flush = async () => {
-    if (!batch.length) return;
-    const vectors = await embedBatch(batch.map((r) => r.text));
-    const lines = batch.map((r, i) =>
-      JSON.stringify(r.chunk ? { id: r.rawId, chunk: r.chunk.index, start: r.chunk.start, end: r.chunk.end, embedding: vectors[i] } : { id: r.rawId, embedding: vectors[i] }),
-    );
-    writeSync(fd, lines.join('\n') + '\n');
-    fsyncSync(fd); // a batch is either fully on disk or cut off at the torn line on resume
-    const rowsDone = batch.filter((r) => !r.chunk || r.chunk.lastOfRow).length;
-    written += rowsDone;
-    chunksWritten += batch.length;
-    progress.advance(rowsDone);
-    batch = [];
-  };
-  /** The items of a row: itself, or its chunks (after `after` when the row was cut off mid-way). */
-  const itemsOf = (row: { id: string; rawId: string | number; text: string }, after: number): Item[] => {
-    if (!chunkText) return [row];
-    const chunks = chunkText(row.text);
-    if (after >= 0 && last?.end !== undefined && chunks[after]?.end !== last.end) {
+  /** Queues a row's items: itself, or its chunks (after chunk `after` when the row was cut off mid-way). */
+  add(row: { id: string; rawId: string | number; text: string }, after = -1): void {
+    if (!this.source.chunkText) return void this.batch.push(row);
+    const chunks = this.source.chunkText(row.text);
+    if (after >= 0 && this.last?.end !== undefined && chunks[after]?.end !== this.last.end) {
       throw new UsageError(
-        `lexembed embed: ${config.output} ends with chunk ${after} of id "${row.id}" ending at ${last.end}, but these options cut that chunk ${chunks[after] ? `to end at ${chunks[after]!.end}` : 'nowhere'}: it was written with other --chunk-tokens/--overlap-tokens; use those, or choose another --output`,
+        `lexembed embed: ${this.output} ends with chunk ${after} of id "${row.id}" ending at ${this.last.end}, but these options cut that chunk ${chunks[after] ? `to end at ${chunks[after]!.end}` : 'nowhere'}: it was written with other --chunk-tokens/--overlap-tokens; use those, or choose another --output`,
       );
     }
-    return chunks
-      .map((c, index) => ({ id: row.id, rawId: row.rawId, text: c.text, chunk: { ...c, index, lastOfRow: index === chunks.length - 1 } }))
-      .filter((item) => item.chunk.index > after);
-  };
-  // Ctrl-C (or SIGTERM) stops after the batch being written, and says how to go on.
+    for (const [index, c] of chunks.entries()) {
+      if (index > after) this.batch.push({ id: row.id, rawId: row.rawId, text: c.text, chunk: { ...c, index, lastOfRow: index === chunks.length - 1 } });
+    }
+  }
+
+  /** Embeds and writes the first `size` queued items (all with no size). */
+  async flush(size = this.batch.length): Promise<void> {
+    const items = this.batch.splice(0, size);
+    if (!items.length) return;
+    const vectors = await this.source.embedBatch(items.map((r) => r.text));
+    const lines = items.map((r, i) =>
+      JSON.stringify(r.chunk ? { id: r.rawId, chunk: r.chunk.index, start: r.chunk.start, end: r.chunk.end, embedding: vectors[i] } : { id: r.rawId, embedding: vectors[i] }),
+    );
+    writeSync(this.fd, lines.join('\n') + '\n');
+    fsyncSync(this.fd); // a batch is either fully on disk or cut off at the torn line on resume
+    const rowsDone = items.filter((r) => !r.chunk || r.chunk.lastOfRow).length;
+    this.written += rowsDone;
+    this.chunksWritten += items.length;
+    this.onRowsDone(rowsDone);
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/**
+ * Reads the rows past the resume point into the writer, batch by batch. Ctrl-C (or SIGTERM)
+ * stops after the batch being written; a bad row stops the run or is skipped (--on-error).
+ */
+async function embedRows(
+  rows: AsyncIterable<CorpusRow>,
+  writer: RowWriter,
+  run: { input: string; batchSize: number; onError: 'stop' | 'skip'; lastId: string | null; last: ReturnType<typeof resumePoint> },
+): Promise<{ stopped: string | null; bad: string[]; failure?: string }> {
+  const seen = new Set<string>();
+  let resuming = run.lastId !== null;
+  const bad: string[] = [];
   let interrupted: string | null = null;
-  const onSignal = (signal: string) => () => void (interrupted = signal);
-  const onInt = onSignal('SIGINT');
-  const onTerm = onSignal('SIGTERM');
+  const onInt = () => void (interrupted = 'SIGINT');
+  const onTerm = () => void (interrupted = 'SIGTERM');
   process.once('SIGINT', onInt);
   process.once('SIGTERM', onTerm);
   try {
-    for await (const row of rowsOf()) {
+    for await (const row of rows) {
       if (interrupted) break;
       if (resuming) {
         // Up to and including the output's last row: handled by the earlier run (its last row's
         // later chunks, if it was cut off mid-way, are still to do).
         if ('id' in row) {
           seen.add(row.id);
-          if (row.id === lastId) {
+          if (row.id === run.lastId) {
             resuming = false;
-            if (last?.chunk !== undefined) {
-              batch.push(...itemsOf(row, last.chunk));
-            }
+            if (run.last?.chunk !== undefined) writer.add(row, run.last.chunk);
           }
         }
         continue;
       }
       if ('error' in row || seen.has(row.id)) {
         const why = 'error' in row ? row.error : `duplicate id "${row.id}"`;
-        if (config['on-error'] === 'stop') {
-          progress.end();
-          err(`lexembed embed: ${input}:${row.line}: ${why}; fix it, or pass --on-error skip (rows before it are saved; rerun to resume)`);
-          await flush().catch(() => {});
-          return 1;
+        if (run.onError === 'stop') {
+          await writer.flush().catch(() => {});
+          return { stopped: 'error', bad, failure: `lexembed embed: ${run.input}:${row.line}: ${why}; fix it, or pass --on-error skip (rows before it are saved; rerun to resume)` };
         }
-        bad.push(`${input}:${row.line}: ${why}`);
+        bad.push(`${run.input}:${row.line}: ${why}`);
         continue;
       }
       seen.add(row.id);
-      batch.push(...itemsOf(row, -1));
-      while (batch.length >= config['batch-size']) {
-        const rest = batch.splice(config['batch-size']);
-        await flush();
-        batch = rest;
-      }
+      writer.add(row);
+      while (writer.pending >= run.batchSize) await writer.flush(run.batchSize);
     }
-    if (!interrupted) await flush();
+    if (!interrupted) await writer.flush();
   } finally {
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
-    closeSync(fd);
-    await dispose();
+    writer.close();
   }
-  progress.end();
-  if (interrupted) {
-    err(`lexembed embed: ${interrupted}: stopped; ${written} ${chunking ? 'documents' : 'rows'} of this run are saved in ${config.output} (${already + written} of ${total} in all). Run the same command again to resume where it stopped.`);
-    return 130;
-  }
-  if (truncated > 0 && !chunking) {
-    err(`lexembed embed: ${truncated} text(s) were longer than the model's maximum input (${maxInputTokens ?? 'its'} tokens) and were cut (drop_end): their ends are not in the vectors. To embed long documents whole, use --chunk-tokens N (one row per chunk) into another --output.`);
-  }
-  for (const line of bad.slice(0, 20)) err(`skipped ${line}`);
-  if (bad.length > 20) err(`skipped ${bad.length - 20} more bad rows`);
-  const chunks = chunking ? ` as ${chunksWritten} chunks` : '';
-  const part = shard ? `; shard ${shard.index}/${shard.count}: input rows ${shard.from + 1}–${shard.to} of ${shard.rows}` : '';
-  out(`embedded ${written} ${chunking ? 'documents' : 'rows'}${chunks} into ${config.output} (${already} already there, ${bad.length} skipped${part})`);
-  return 0;
+  return { stopped: interrupted, bad };
 }
 
 /**
