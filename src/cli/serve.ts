@@ -116,23 +116,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   const store = config['no-auth'] || proxyMode ? null : openKeyStore(config);
   // Usage lives where the keys do; without keys there is no one to meter.
   const usageStore = store && !config['no-usage'] ? openUsageStore(config, { writer: true }) : null;
-  if (proxyMode) {
-    log('proxy deployment: POST /invocations and GET /ping; API keys are not required and are ignored');
-  } else if (store) {
-    if ((await store.listKeys()).length === 0) {
-      if (config.store === 'file' && !config['no-dev-key']) {
-        const { record, file } = await createDevKey(store, config['data-dir']);
-        log(`the key store (${storeDescription(config)}) was empty: created development key ${record.id} for account "local"; the key is in ${file} (readable by you alone; never logged): export LEXEMBED_API_KEY=$(cat ${file})`);
-      } else {
-        logRecord('warn', {
-          msg: `the ${storeDescription(config)} has no keys yet, so every request gets 401: create one with lexembed keys create --account <id>${config.store === 'redis' ? ' --store redis --redis-url <url>' : ` --data-dir ${config['data-dir']}`}${config.store === 'redis' ? ' (no development key is made in a shared store)' : ''}`,
-        });
-      }
-    }
-  } else {
-    err('lexembed: WARNING: authentication is OFF (--no-auth). Anyone who can reach this server can use it. Use only for local experiments.');
-    logRecord('warn', { msg: 'authentication is off (--no-auth)' });
-  }
+  await announceAuthentication(config, store, proxyMode, { log, logRecord, err });
 
   let draining = false;
   const started = Date.now();
@@ -201,6 +185,32 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   await usageStore?.close();
   await store?.close();
   return 0;
+}
+
+/** Says how requests are authenticated; on a first start with an empty file store, makes the development key. */
+async function announceAuthentication(
+  config: z.output<typeof ServeConfigSchema>,
+  store: KeyStore | null,
+  proxyMode: boolean,
+  { log, logRecord, err }: { log: (msg: string) => void; logRecord: (level: 'warn', record: Record<string, unknown>) => void; err: (s: string) => void },
+): Promise<void> {
+  if (proxyMode) {
+    log('proxy deployment: POST /invocations and GET /ping; API keys are not required and are ignored');
+  } else if (store) {
+    if ((await store.listKeys()).length === 0) {
+      if (config.store === 'file' && !config['no-dev-key']) {
+        const { record, file } = await createDevKey(store, config['data-dir']);
+        log(`the key store (${storeDescription(config)}) was empty: created development key ${record.id} for account "local"; the key is in ${file} (readable by you alone; never logged): export LEXEMBED_API_KEY=$(cat ${file})`);
+      } else {
+        logRecord('warn', {
+          msg: `the ${storeDescription(config)} has no keys yet, so every request gets 401: create one with lexembed keys create --account <id>${config.store === 'redis' ? ' --store redis --redis-url <url>' : ` --data-dir ${config['data-dir']}`}${config.store === 'redis' ? ' (no development key is made in a shared store)' : ''}`,
+        });
+      }
+    }
+  } else {
+    err('lexembed: WARNING: authentication is OFF (--no-auth). Anyone who can reach this server can use it. Use only for local experiments.');
+    logRecord('warn', { msg: 'authentication is off (--no-auth)' });
+  }
 }
 
 /** A key for account "local", written to <data-dir>/dev-key.txt (mode 600), not to any log. */

@@ -39,54 +39,62 @@ type Json = Record<string, unknown>;
 
 const AUTH_PROBLEMS: ProblemCode[] = ['incorrectKey', 'unauthorizedKey', 'accountOverdue', 'noSubscription', 'accessForbidden'];
 
-export function buildOpenApiDocument(options: OpenApiOptions): Json {
-  const schema = (s: z.ZodType, io: 'input' | 'output' = 'output') => {
-    const { $schema: _, ...rest } = z.toJSONSchema(s, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json;
-    return rest;
-  };
-  const problemResponse = (codes: readonly ProblemCode[]) => {
-    const entries = codes.map((c) => PROBLEM_CATALOGUE[c]);
-    return {
-      description: entries.map((e) => e.title).join(' | '),
-      content: {
-        [PROBLEM_CONTENT_TYPE]: {
-          schema: { $ref: '#/components/schemas/Problem' },
-          examples: Object.fromEntries(
-            codes.map((c) => [
-              c,
-              {
-                summary: PROBLEM_CATALOGUE[c].title,
-                value: { type: problemType(c, options.docsUrl), title: PROBLEM_CATALOGUE[c].title, status: PROBLEM_CATALOGUE[c].status, detail: '…', instance: null },
-              },
-            ]),
-          ),
-        },
-      },
-    };
-  };
-  const byStatus = (codes: readonly ProblemCode[]) => {
-    const out: Record<string, unknown> = {};
-    for (const status of [...new Set(codes.map((c) => PROBLEM_CATALOGUE[c].status))]) {
-      out[String(status)] = problemResponse(codes.filter((c) => PROBLEM_CATALOGUE[c].status === status));
-    }
-    return out;
-  };
-  /** The OpenAI-compatible routes answer errors in OpenAI's shape, at the same statuses. */
-  const openAIErrorsByStatus = (codes: readonly ProblemCode[]) => {
-    const out: Record<string, unknown> = {};
-    for (const status of [...new Set([...codes.map((c) => PROBLEM_CATALOGUE[c].status), 404, 405])]) {
-      const titles = codes.filter((c) => PROBLEM_CATALOGUE[c].status === status).map((c) => PROBLEM_CATALOGUE[c].title);
-      out[String(status)] = { description: titles.join(' | ') || (status === 404 ? 'Not found' : 'Method not allowed'), content: { 'application/json': { schema: { $ref: '#/components/schemas/OpenAIError' } } } };
-    }
-    return out;
-  };
-  const routing = { '404': { $ref: '#/components/responses/NotFound' }, '405': { $ref: '#/components/responses/MethodNotAllowed' } };
-  const okResponse = (ok: NonNullable<RouteDoc['ok']>) => {
-    if (ok.json) return { description: ok.description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ok.json}` } } } };
-    if (ok.media) return { description: ok.description, content: { [ok.media]: { schema: ok.schema ?? { type: 'string' } } } };
-    return { description: ok.description };
-  };
+/** A JSON schema of a zod schema, as OpenAPI 3.1 embeds it. */
+function jsonSchema(s: z.ZodType, io: 'input' | 'output' = 'output'): Json {
+  const { $schema: _, ...rest } = z.toJSONSchema(s, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json;
+  return rest;
+}
 
+/** One response object for problems sharing a status: their titles, and an example of each. */
+function problemResponse(codes: readonly ProblemCode[], docsUrl: string) {
+  const entries = codes.map((c) => PROBLEM_CATALOGUE[c]);
+  return {
+    description: entries.map((e) => e.title).join(' | '),
+    content: {
+      [PROBLEM_CONTENT_TYPE]: {
+        schema: { $ref: '#/components/schemas/Problem' },
+        examples: Object.fromEntries(
+          codes.map((c) => [
+            c,
+            {
+              summary: PROBLEM_CATALOGUE[c].title,
+              value: { type: problemType(c, docsUrl), title: PROBLEM_CATALOGUE[c].title, status: PROBLEM_CATALOGUE[c].status, detail: '…', instance: null },
+            },
+          ]),
+        ),
+      },
+    },
+  };
+}
+
+/** Problem responses by status. */
+function byStatus(codes: readonly ProblemCode[], docsUrl: string) {
+  const out: Record<string, unknown> = {};
+  for (const status of [...new Set(codes.map((c) => PROBLEM_CATALOGUE[c].status))]) {
+    out[String(status)] = problemResponse(codes.filter((c) => PROBLEM_CATALOGUE[c].status === status), docsUrl);
+  }
+  return out;
+}
+
+/** The OpenAI-compatible routes answer errors in OpenAI's shape, at the same statuses. */
+function openAIErrorsByStatus(codes: readonly ProblemCode[]) {
+  const out: Record<string, unknown> = {};
+  for (const status of [...new Set([...codes.map((c) => PROBLEM_CATALOGUE[c].status), 404, 405])]) {
+    const titles = codes.filter((c) => PROBLEM_CATALOGUE[c].status === status).map((c) => PROBLEM_CATALOGUE[c].title);
+    out[String(status)] = { description: titles.join(' | ') || (status === 404 ? 'Not found' : 'Method not allowed'), content: { 'application/json': { schema: { $ref: '#/components/schemas/OpenAIError' } } } };
+  }
+  return out;
+}
+
+const ROUTING = { '404': { $ref: '#/components/responses/NotFound' }, '405': { $ref: '#/components/responses/MethodNotAllowed' } };
+
+function okResponse(ok: NonNullable<RouteDoc['ok']>) {
+  if (ok.json) return { description: ok.description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ok.json}` } } } };
+  if (ok.media) return { description: ok.description, content: { [ok.media]: { schema: ok.schema ?? { type: 'string' } } } };
+  return { description: ok.description };
+}
+
+export function buildOpenApiDocument(options: OpenApiOptions): Json {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of options.routes) {
     const keyed = options.authenticated && route.resource !== undefined;
@@ -100,7 +108,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.body}` } } } } } : {}),
       responses: {
         ...(route.ok ? { '200': okResponse(route.ok) } : {}),
-        ...(route.errors === 'openai' ? openAIErrorsByStatus(problems) : { ...byStatus(problems), ...(route.operation ? routing : {}) }),
+        ...(route.errors === 'openai' ? openAIErrorsByStatus(problems) : { ...byStatus(problems, options.docsUrl), ...(route.operation ? ROUTING : {}) }),
         ...(route.responses ?? {}),
       },
     };
@@ -119,23 +127,23 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
     paths,
     components: {
       schemas: {
-        EmbeddingRequest: schema(createEmbeddingRequestSchema(options.modelName), 'input'),
-        EmbeddingResponse: schema(EmbeddingResponseSchema),
-        Problem: schema(ProblemDocumentSchema),
-        InvocationRequest: schema(InvocationRequestSchema, 'input'),
-        TokenizeRequest: schema(createTokenizeRequestSchema(options.modelName), 'input'),
-        TokenizeResponse: schema(TokenizeResponseSchema),
-        OpenAIEmbeddingRequest: schema(createOpenAIEmbeddingRequestSchema(options.modelName), 'input'),
-        OpenAIEmbeddingResponse: schema(OpenAIEmbeddingResponseSchema),
-        OpenAIModelList: schema(OpenAIModelListSchema),
-        OpenAIError: schema(OpenAIErrorSchema),
+        EmbeddingRequest: jsonSchema(createEmbeddingRequestSchema(options.modelName), 'input'),
+        EmbeddingResponse: jsonSchema(EmbeddingResponseSchema),
+        Problem: jsonSchema(ProblemDocumentSchema),
+        InvocationRequest: jsonSchema(InvocationRequestSchema, 'input'),
+        TokenizeRequest: jsonSchema(createTokenizeRequestSchema(options.modelName), 'input'),
+        TokenizeResponse: jsonSchema(TokenizeResponseSchema),
+        OpenAIEmbeddingRequest: jsonSchema(createOpenAIEmbeddingRequestSchema(options.modelName), 'input'),
+        OpenAIEmbeddingResponse: jsonSchema(OpenAIEmbeddingResponseSchema),
+        OpenAIModelList: jsonSchema(OpenAIModelListSchema),
+        OpenAIError: jsonSchema(OpenAIErrorSchema),
         ...(options.rerankModelName
-          ? { RerankRequest: schema(createRerankRequestSchema(options.rerankModelName), 'input'), RerankResponse: schema(RerankResponseSchema) }
+          ? { RerankRequest: jsonSchema(createRerankRequestSchema(options.rerankModelName), 'input'), RerankResponse: jsonSchema(RerankResponseSchema) }
           : {}),
       },
       responses: {
-        NotFound: problemResponse(['notFound']),
-        MethodNotAllowed: { ...problemResponse(['methodNotAllowed']), headers: { Allow: { description: 'Methods the route takes', schema: { type: 'string' } } } },
+        NotFound: problemResponse(['notFound'], options.docsUrl),
+        MethodNotAllowed: { ...problemResponse(['methodNotAllowed'], options.docsUrl), headers: { Allow: { description: 'Methods the route takes', schema: { type: 'string' } } } },
       },
       ...(options.authenticated ? { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key lxk_v1_<secret>_<checksum>' } } } : {}),
     },
