@@ -16,6 +16,7 @@ const UNIT = [
   'tests/runtime/**/*.test.ts',
   'tests/client/**/*.test.ts',
   'tests/usage/usage-app.test.ts',
+  'tests/ecosystem/ai-sdk-7.test.ts',
 ];
 
 const IMAGE = ['tests/image/**/*.test.ts'];

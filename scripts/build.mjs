@@ -87,7 +87,8 @@ const SERVER_PACKAGES = ['@huggingface/transformers', 'hono', '@hono/node-server
 const ranges = (names) => Object.fromEntries(names.map((name) => [name, range(name)]));
 /** The frameworks the adapter entries plug into (lexembed/langchain, lexembed/ai-sdk, lexembed/llamaindex): optional peers too. */
 const ADAPTER_PACKAGES = ['@langchain/core', '@ai-sdk/provider', '@llamaindex/core'];
-const peers = { ...ranges(SERVER_PACKAGES), ...ranges(ADAPTER_PACKAGES), 'onnxruntime-web': locked('onnxruntime-web'), webgpu: range('webgpu') };
+// lexembed/ai-sdk runs on AI SDK 6 (provider 3) and 7 (provider 4): tests/ecosystem/ai-sdk-7.test.ts.
+const peers = { ...ranges(SERVER_PACKAGES), ...ranges(ADAPTER_PACKAGES), '@ai-sdk/provider': `${range('@ai-sdk/provider')} || ^4.0.0`, 'onnxruntime-web': locked('onnxruntime-web'), webgpu: range('webgpu') };
 writeFileSync(join(lib, 'package.json'), JSON.stringify({
   name: 'lexembed',
   ...common,

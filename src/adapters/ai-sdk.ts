@@ -10,6 +10,7 @@ import {
   type RerankingModelV3,
   type SharedV3ProviderOptions,
 } from '@ai-sdk/provider';
+import { z } from 'zod';
 import { APIError, Lexembed, type ClientOptions } from '../client/index.ts';
 import { DEFAULT_MODEL_NAME, DEFAULT_RERANK_MODEL_NAME, TASKS, type Task } from '../contract/index.ts';
 import { BATCH_SIZE, type EmbeddingsClient, type RerankingsClient } from './client-shape.ts';
@@ -19,6 +20,12 @@ export interface LexembedProviderSettings {
   readonly client?: EmbeddingsClient & Partial<RerankingsClient>;
   /** Options of the default client (apiKey, baseURL, …), when no client is given. */
   readonly clientOptions?: ClientOptions;
+  /**
+   * The AI SDK provider specification the models implement: `v3` (default) works with AI SDK 6
+   * and 7 (7 wraps v3 models; lexembed honours its call-level `dimensions` either way); `v4` is
+   * AI SDK 7's own (AI SDK 6 refuses it).
+   */
+  readonly specificationVersion?: 'v3' | 'v4';
 }
 
 /** `providerOptions.lexembed` of an embedding call. */
@@ -46,22 +53,26 @@ export interface LexembedProvider extends ProviderV3 {
 export function createLexembed(settings: LexembedProviderSettings = {}): LexembedProvider {
   let client = settings.client;
   const theClient = () => (client ??= new Lexembed(settings.clientOptions));
+  // The v4 objects have the v3 shape (v4 adds the call's `dimensions`, read below either way).
+  const spec = (settings.specificationVersion ?? 'v3') as 'v3';
+  if (spec !== 'v3' && spec !== ('v4' as string)) throw new InvalidArgumentError({ argument: 'specificationVersion', message: `specificationVersion must be "v3" or "v4", got ${JSON.stringify(spec)}` });
 
   const embeddingModel = (modelId: string = DEFAULT_MODEL_NAME): EmbeddingModelV3 => ({
-    specificationVersion: 'v3',
+    specificationVersion: spec,
     provider: 'lexembed',
     modelId,
     maxEmbeddingsPerCall: BATCH_SIZE,
     supportsParallelCalls: true,
-    async doEmbed({ values, abortSignal, providerOptions }) {
-      const { task, dimensions } = embeddingOptions(providerOptions);
+    async doEmbed(options) {
+      const { values, abortSignal, providerOptions } = options;
+      const { task, dimensions } = embeddingOptions(providerOptions, (options as { dimensions?: unknown }).dimensions);
       const response = await call(theClient(), () => theClient().embeddings.create({ model: modelId, texts: values, task, dimensions }, { signal: abortSignal }), { values });
       return { embeddings: response.embeddings.map((e) => e.embedding), usage: { tokens: response.usage.input_tokens }, warnings: [] };
     },
   });
 
   const rerankingModel = (modelId: string = DEFAULT_RERANK_MODEL_NAME): RerankingModelV3 => ({
-    specificationVersion: 'v3',
+    specificationVersion: spec,
     provider: 'lexembed',
     modelId,
     async doRerank({ documents, query, topN, abortSignal }) {
@@ -78,7 +89,7 @@ export function createLexembed(settings: LexembedProviderSettings = {}): Lexembe
     throw new NoSuchModelError({ modelId, modelType, message: `lexembed serves embedding and reranking models only, not a ${modelType} ("${modelId}")` });
   };
   const provider = Object.assign((modelId?: string) => embeddingModel(modelId), {
-    specificationVersion: 'v3' as const,
+    specificationVersion: spec,
     embeddingModel,
     textEmbeddingModel: embeddingModel,
     rerankingModel,
@@ -91,17 +102,34 @@ export function createLexembed(settings: LexembedProviderSettings = {}): Lexembe
 /** The default provider: a `Lexembed` client from LEXEMBED_API_KEY and LEXEMBED_BASE_URL. */
 export const lexembed: LexembedProvider = createLexembed();
 
-function embeddingOptions(providerOptions: SharedV3ProviderOptions | undefined): { task: Task | null; dimensions: number | null } {
-  const options = (providerOptions?.lexembed ?? {}) as Record<string, unknown>;
-  const task = options.task ?? null;
-  if (task !== null && !(TASKS as readonly unknown[]).includes(task)) {
-    throw new InvalidArgumentError({ argument: 'providerOptions.lexembed.task', message: `task must be one of ${TASKS.map((t) => `"${t}"`).join(', ')} or null, got ${JSON.stringify(task)}` });
+const EmbeddingOptionsSchema = z.object({
+  task: z.enum(TASKS, { error: (iss) => `task must be one of ${TASKS.map((t) => `"${t}"`).join(', ')} or null, got ${JSON.stringify(iss.input)}` }).nullable().default(null),
+  dimensions: z
+    .number({ error: (iss) => `dimensions must be an integer of at least 1, got ${JSON.stringify(iss.input)}` })
+    .int({ error: (iss) => `dimensions must be an integer of at least 1, got ${JSON.stringify(iss.input)}` })
+    .min(1, { error: (iss) => `dimensions must be an integer of at least 1, got ${JSON.stringify(iss.input)}` })
+    .nullable()
+    .default(null),
+});
+
+/**
+ * The call's task and dimensions: `providerOptions.lexembed`, and the AI SDK 7 call's own
+ * `dimensions` (spec v4; a v3 model gets it too when AI SDK 7 wraps it), which must agree.
+ */
+function embeddingOptions(providerOptions: SharedV3ProviderOptions | undefined, callDimensions: unknown): { task: Task | null; dimensions: number | null } {
+  const parsed = EmbeddingOptionsSchema.safeParse(providerOptions?.lexembed ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InvalidArgumentError({ argument: `providerOptions.lexembed.${String(issue.path[0])}`, message: issue.message });
   }
-  const dimensions = options.dimensions ?? null;
-  if (dimensions !== null && !(typeof dimensions === 'number' && Number.isInteger(dimensions) && dimensions >= 1)) {
-    throw new InvalidArgumentError({ argument: 'providerOptions.lexembed.dimensions', message: `dimensions must be an integer of at least 1, got ${JSON.stringify(dimensions)}` });
+  const { task, dimensions } = parsed.data;
+  if (callDimensions === undefined || callDimensions === null) return { task, dimensions };
+  const call = EmbeddingOptionsSchema.shape.dimensions.safeParse(callDimensions);
+  if (!call.success || call.data === null) throw new InvalidArgumentError({ argument: 'dimensions', message: call.success ? 'dimensions must be an integer of at least 1' : call.error.issues[0]!.message });
+  if (dimensions !== null && dimensions !== call.data) {
+    throw new InvalidArgumentError({ argument: 'dimensions', message: `dimensions ${call.data} and providerOptions.lexembed.dimensions ${dimensions} disagree; give one` });
   }
-  return { task: task as Task | null, dimensions: dimensions as number | null };
+  return { task, dimensions: call.data };
 }
 
 /**
