@@ -3,6 +3,7 @@
 //   (b) the lexembed Embedder library (tokenising, scheduler, pooling)
 //   (c) the lexembed HTTP server under concurrent load from autocannon
 //   (d) a naive server calling the transformers.js pipeline once per request
+//   (e) the server with and without usage metering, rate limits and quotas (bench/metering.ts)
 // Workloads short (~16 tokens), medium (~128), long (~512), mixed; concurrency 1 and 64.
 // With --devices cpu,webgpu, (b) and (c) also run on the WebGPU path (src/node/runtime/webgpu/) beside
 // onnxruntime-node, on the same texts.
@@ -19,6 +20,7 @@ import { AutoTokenizer, env } from '@huggingface/transformers';
 import { PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
 import { padBatch } from '../src/runtime/padding.ts';
+import { benchMetering } from './metering.ts';
 import { workloadTexts, workloads } from './texts.ts';
 
 const DEFAULT_MODEL = join(PROJECT_ROOT, 'bench-results', 'minilm-l6-h384');
@@ -219,6 +221,8 @@ mkdirSync(dirname(values.json!), { recursive: true });
 writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, devices: Object.fromEntries([...embedders].map(([d, e]) => [d, { backend: e.backendName, reason: e.deviceReason, ...startup[d] }])), parity, gpu: gpuInfo(), results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
 console.log(`\nwrote ${values.json}`);
 for (const e of embedders.values()) await e.dispose();
+// (e) what usage metering, rate limits and quotas cost: the same server with and without them (bench/metering.ts).
+await benchMetering({ model: modelDir, duration: Math.max(4, Math.ceil(duration / 2)), rounds: 2 });
 process.exit(0);
 
 async function embedOrThrow(embedder: Awaited<ReturnType<typeof loadModelFolder>>, texts: string[]): Promise<Float32Array[]> {
