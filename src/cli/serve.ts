@@ -15,6 +15,14 @@ import { describeOptions, parseOptions } from './options.ts';
 import { DEV_KEY_FILE, openKeyStore, openUsageStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
 import { createMeter } from '../usage/meter.ts';
 
+/**
+ * --max-batch-tokens auto on the CPU (WebGPU measures its own at start-up). Measured with
+ * `npm run bench:cpu` on the bundled hybrid, 2 cores, quiet: at ~128 tokens 11.8 CPU-ms a text
+ * (efficiency 0.97 of raw onnxruntime) against 13.2 (0.85) with 512; ~16 and ~512 tokens within
+ * noise of 512. The cost: a short query can wait behind a bigger batch (~4 × 512 tokens).
+ */
+export const CPU_AUTO_BATCH_TOKENS = 2048;
+
 export const SERVE_OPTIONS = {
   port: { env: ['LEXEMBED_PORT', 'PORT'], default: '8080', help: 'TCP port to listen on' },
   host: { env: ['LEXEMBED_HOST', 'HOST'], default: '', help: 'address to bind (default 127.0.0.1; 0.0.0.0, all interfaces, in proxy mode)' },
@@ -32,7 +40,7 @@ export const SERVE_OPTIONS = {
   'max-batch-tokens': {
     env: 'LEXEMBED_MAX_BATCH_TOKENS',
     default: 'auto',
-    help: 'most padded tokens per model call, or auto: 512 on cpu; on webgpu measured at start-up (the largest of 1024…32768 whose batch runs within 250 ms and still adds ≥ 10 % texts/s)',
+    help: `most padded tokens per model call, or auto: ${CPU_AUTO_BATCH_TOKENS} on cpu (npm run bench:cpu: less CPU per text at ~128 tokens than 512); on webgpu measured at start-up (the largest of 1024…32768 whose batch runs within 250 ms and still adds ≥ 10 % texts/s)`,
   },
   'max-batch-size': { env: 'LEXEMBED_MAX_BATCH_SIZE', default: 'auto', help: 'most texts per model call, or auto: 64; on webgpu with a measured budget, that budget / 128 if more' },
   'max-queue-tokens': { env: 'LEXEMBED_MAX_QUEUE_TOKENS', default: '262144', help: 'tokens waiting before new requests get 503 + Retry-After' },
@@ -129,7 +137,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     ...deviceOptions(config),
     limits: {
       ...DEFAULT_SCHEDULER_LIMITS,
-      maxBatchTokens: config['max-batch-tokens'] === 'auto' ? DEFAULT_SCHEDULER_LIMITS.maxBatchTokens : config['max-batch-tokens'],
+      maxBatchTokens: config['max-batch-tokens'] === 'auto' ? CPU_AUTO_BATCH_TOKENS : config['max-batch-tokens'],
       maxBatchSize: config['max-batch-size'] === 'auto' ? DEFAULT_SCHEDULER_LIMITS.maxBatchSize : config['max-batch-size'],
       maxQueueTokens: config['max-queue-tokens'],
     },
