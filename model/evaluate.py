@@ -174,10 +174,34 @@ def model_source(rows, embed_fn, dims=None):
     return score_rankings(queries, relevant, lambda qi, q: model_scores[qi])
 
 
-def evaluate_source(rows, embed_fn, dims=None, bm25=None):
-    queries, corpus, _ = build_source(rows)
-    return {"queries": len(queries), "corpus": len(corpus), "bm25": bm25 or bm25_source(rows),
-            "model": model_source(rows, embed_fn, dims)}
+def evaluate_source(rows, embed_fn, dims=None, bm25=None, dtypes=False):
+    queries, corpus, relevant = build_source(rows)
+    out = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25 or bm25_source(rows)}
+    if not dtypes:
+        return {**out, "model": model_source(rows, embed_fn, dims)}
+    doc_vecs, query_vecs = embed_fn(corpus, dims), embed_fn(queries, dims)
+    out["model"] = score_rankings(queries, relevant, lambda qi, q: query_vecs[qi] @ doc_vecs.T)
+    out["dtypes"] = dtype_figures(queries, relevant, query_vecs, doc_vecs)
+    return out
+
+
+def dtype_figures(queries, relevant, q, d):
+    """nDCG@10 with the vectors as output_dtype returns them (src/contract/vectors.ts): int8
+    round(x · 16√dims) clamped to [-128, 127]; binary the signs (Hamming ranking = ranking by the
+    dot product of ±1 vectors), alone and with its top 100 rescored by the float vectors."""
+    scale = 16 * np.sqrt(d.shape[1])
+    i8 = lambda v: np.clip(np.round(v * scale), -128, 127).astype(np.float32)
+    sign = lambda v: np.where(v > 0, 1.0, -1.0).astype(np.float32)
+    qi, di, qs, ds = i8(q), i8(d), sign(q), sign(d)
+    def rescored(k, _):
+        hamming = qs[k] @ ds.T
+        top = np.argsort(-hamming, kind="stable")[:100]
+        scores = np.full(len(d), -np.inf)
+        scores[top] = d[top] @ q[k]
+        return scores
+    return {"int8": score_rankings(queries, relevant, lambda k, _: qi[k] @ di.T)["ndcg@10"],
+            "binary": score_rankings(queries, relevant, lambda k, _: qs[k] @ ds.T)["ndcg@10"],
+            "binary+rescore": score_rankings(queries, relevant, rescored)["ndcg@10"]}
 
 
 def print_report(results, label="model"):
@@ -221,9 +245,11 @@ def main():
     p.add_argument("--bm25-from", help="evaluation.json of the same split to take the BM25 figures from "
                                        "(they do not depend on the model; skips recomputing them)")
     p.add_argument("--sources", help="comma-separated sources or genres to score (default: all)")
+    p.add_argument("--dtypes", action="store_true", help="also score the vectors as output_dtype int8 and binary return them "
+                                                          "(binary alone and with float rescoring of its top 100)")
     args = p.parse_args()
     evaluate_folder(args.data, args.model, args.json, args.bm25_from, args.dims, args.max_tokens, args.onnx_file,
-                    set(sources_of(args.sources)) if args.sources else None)
+                    set(sources_of(args.sources)) if args.sources else None, args.dtypes)
 
 
 def load_bm25(path):
@@ -234,7 +260,7 @@ def load_bm25(path):
         return {k: v["bm25"] for k, v in json.load(f).items() if isinstance(v, dict) and "bm25" in v}
 
 
-def evaluate_folder(data, model, json_path=None, bm25_from=None, dims=None, max_tokens=None, onnx_file=None, sources=None):
+def evaluate_folder(data, model, json_path=None, bm25_from=None, dims=None, max_tokens=None, onnx_file=None, sources=None, dtypes=False):
     bm25 = load_bm25(bm25_from)
     _, held_out = split_pairs(data, sources)
     by_source = collections.defaultdict(list)
@@ -244,8 +270,14 @@ def evaluate_folder(data, model, json_path=None, bm25_from=None, dims=None, max_
         embed_fn = static_embed_fn(model, max_tokens)
     else:
         embed_fn = onnx_embed_fn(model, max_tokens, onnx_file)
-    results = {source: evaluate_source(by_source[source], embed_fn, dims, bm25.get(source)) for source in sorted(by_source)}
+    results = {source: evaluate_source(by_source[source], embed_fn, dims, bm25.get(source), dtypes) for source in sorted(by_source)}
     print_report(results)
+    if dtypes:
+        sources = [s for s in results if "dtypes" in results[s]]
+        means = {k: float(np.mean([results[s]["dtypes"][k] for s in sources])) for k in ("int8", "binary", "binary+rescore")}
+        results["mean"]["dtypes"] = means
+        base = results["mean"]["model_ndcg@10"]
+        print("output_dtype, mean over sources: float %.3f  " % base + "  ".join(f"{k} {v:.3f} (×{v / base:.3f})" for k, v in means.items()), flush=True)
     if json_path:
         with open(json_path, "w") as f:
             json.dump(results, f, indent=2)
