@@ -13,7 +13,7 @@ const UNIT = [
   'tests/http/**/*.test.ts',
   'tests/proxy/proxy-app.test.ts',
   'tests/embedder/**/*.test.ts',
-  'tests/runtime/**/*.test.ts',
+  'tests/backend/**/*.test.ts',
   'tests/client/**/*.test.ts',
   'tests/usage/usage-app.test.ts',
   'tests/ecosystem/ai-sdk-7.test.ts',

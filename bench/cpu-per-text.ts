@@ -57,7 +57,7 @@ function cpuSecondsOf(pid: number): number {
 
 async function rawRole() {
   const ort = await import('onnxruntime-node');
-  const { padBatch } = await import('../src/runtime/padding.ts');
+  const { padBatch } = await import('../src/backend/padding.ts');
   const { ids } = await textsOf(Number(values.length));
   const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
   const sorted = [...ids].sort((a, b) => a.length - b.length);

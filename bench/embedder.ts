@@ -11,7 +11,7 @@ import * as ort from 'onnxruntime-node';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
-import { padBatch } from '../src/runtime/padding.ts';
+import { padBatch } from '../src/backend/padding.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
 
 const { values } = parseArgs({

@@ -11,7 +11,7 @@ import { truncateAndNormalize } from '../src/contract/index.ts';
 import { parseModelSettings, SETTINGS_FILE } from '../src/embedder/settings.ts';
 import type { EmbeddingBackend } from '../src/embedder/types.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../src/node/runtime/load-model.ts';
-import { createTransformersBackend } from '../src/runtime/transformers-backend.ts';
+import { createTransformersBackend } from '../src/backend/transformers-backend.ts';
 import { createDevicePooling, KEEP_HIDDEN_ON_GPU } from '../src/node/runtime/device-pooling.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -21,7 +21,7 @@ import { gunzipSync } from 'node:zlib';
 import { truncateAndNormalize, type Chunking, type ScoringMethod } from '../src/contract/index.ts';
 import { BatchScheduler } from '../src/embedder/scheduler.ts';
 import { parseModelSettings, SETTINGS_FILE } from '../src/embedder/settings.ts';
-import { createTransformersBackend } from '../src/runtime/transformers-backend.ts';
+import { createTransformersBackend } from '../src/backend/transformers-backend.ts';
 import { bm25NormalizedCounts, chunkTexts, dot, scoreCountedTexts, termCounts, terms, type RerankWeights } from '../src/embedder/rerank.ts';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 

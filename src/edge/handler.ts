@@ -68,7 +68,7 @@ async function loadEdgeEmbedder(env: Env, wasmModule: WebAssembly.Module): Promi
   // workerd allows only inside a request: import it lazily, on first use.
   const fetchModelFile = modelFetcher(env);
   const { env: tf } = await import('@huggingface/transformers');
-  const { createTransformersBackend } = await import('../runtime/transformers-backend.ts');
+  const { createTransformersBackend } = await import('../backend/transformers-backend.ts');
   tf.allowRemoteModels = false;
   tf.useBrowserCache = false;
   // Work-around 3: model files come through the binding or URL, not the local file system.

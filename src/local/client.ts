@@ -9,7 +9,7 @@ import type { EmbeddingCreateParams, RerankingCreateParams, TokenizeCreateParams
 import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createTokenization, type Outcome } from '../operations/index.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
 import { parseModelSettings } from '../embedder/settings.ts';
-import { createTransformersBackend } from '../runtime/transformers-backend.ts';
+import { createTransformersBackend } from '../backend/transformers-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { chooseDevice, type DeviceChoice, type LocalDevice } from './device.ts';
 import { retryingFetch } from '../util/fetch-retry.ts';

@@ -1,7 +1,7 @@
 // Chooses where the in-browser model runs: WebGPU when a real (non-fallback) adapter exists,
 // else WASM; says why. Detects from the runtime's navigator only, then applies the rules every
-// runtime shares (src/runtime/device-rules.ts).
-import { decideDevice, type AdapterReport } from '../runtime/device-rules.ts';
+// runtime shares (src/backend/device-rules.ts).
+import { decideDevice, type AdapterReport } from '../backend/device-rules.ts';
 import { messageOf } from '../util/message-of.ts';
 
 export type LocalDevice = 'auto' | 'webgpu' | 'wasm';

@@ -93,13 +93,13 @@ it('src/ has no import cycle (type-only imports included)', () => {
 
 // The layers: what each folder of src/ may not import (relative imports, type-only included).
 const LAYERS: readonly [string, readonly string[]][] = [
-  ['src/contract', ['src/embedder', 'src/runtime', 'src/operations', 'src/auth', 'src/http', 'src/client', 'src/local', 'src/edge', 'src/node', 'src/cli', 'src/adapters']],
-  ['src/embedder', ['src/runtime', 'src/operations', 'src/auth', 'src/http', 'src/local', 'src/edge', 'src/node', 'src/cli', 'src/adapters']],
-  ['src/operations', ['src/runtime', 'src/auth', 'src/http', 'src/local', 'src/edge', 'src/node', 'src/cli']],
-  ['src/runtime', ['src/operations', 'src/auth', 'src/http', 'src/node', 'src/cli']],
-  ['src/auth', ['src/embedder', 'src/runtime', 'src/operations', 'src/http', 'src/node', 'src/cli']],
-  ['src/http', ['src/node', 'src/cli', 'src/runtime']],
-  ['src/client', ['src/embedder', 'src/runtime', 'src/operations', 'src/auth', 'src/http', 'src/node', 'src/cli']],
+  ['src/contract', ['src/embedder', 'src/backend', 'src/operations', 'src/auth', 'src/http', 'src/client', 'src/local', 'src/edge', 'src/node', 'src/cli', 'src/adapters']],
+  ['src/embedder', ['src/backend', 'src/operations', 'src/auth', 'src/http', 'src/local', 'src/edge', 'src/node', 'src/cli', 'src/adapters']],
+  ['src/operations', ['src/backend', 'src/auth', 'src/http', 'src/local', 'src/edge', 'src/node', 'src/cli']],
+  ['src/backend', ['src/operations', 'src/auth', 'src/http', 'src/node', 'src/cli']],
+  ['src/auth', ['src/embedder', 'src/backend', 'src/operations', 'src/http', 'src/node', 'src/cli']],
+  ['src/http', ['src/node', 'src/cli', 'src/backend']],
+  ['src/client', ['src/embedder', 'src/backend', 'src/operations', 'src/auth', 'src/http', 'src/node', 'src/cli']],
 ];
 
 it.each(LAYERS)('%s imports none of %j (core never reaches transports, auth never reaches node)', (layer, forbidden) => {

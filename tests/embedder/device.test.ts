@@ -1,7 +1,7 @@
-// The one device decision both runtimes use (src/runtime/device-rules.ts), as a table: what was asked
+// The one device decision both runtimes use (src/backend/device-rules.ts), as a table: what was asked
 // and what the runtime saw → where the model runs, on the server (cpu) and in a browser (wasm).
 import { describe, expect, it } from 'vitest';
-import { decideDevice, type DeviceRuntime, type WebGPUReport } from '../../src/runtime/device-rules.ts';
+import { decideDevice, type DeviceRuntime, type WebGPUReport } from '../../src/backend/device-rules.ts';
 
 const server: DeviceRuntime<'cpu'> = { cpu: 'cpu', cpuName: 'onnxruntime-node', noAdapterError: (seen, errors) => new Error(`no adapter; seen ${seen}.${errors}`) };
 const browser: DeviceRuntime<'wasm'> = { cpu: 'wasm', cpuName: 'WASM', noAdapterError: () => new Error('no adapter in this browser') };

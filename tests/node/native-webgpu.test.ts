@@ -10,7 +10,7 @@ import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { parseModelSettings, SETTINGS_FILE } from '../../src/embedder/settings.ts';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { BUNDLED_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { createTransformersBackend } from '../../src/runtime/transformers-backend.ts';
+import { createTransformersBackend } from '../../src/backend/transformers-backend.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 
 async function nativeEmbedder(dir: string, device: 'cpu' | 'webgpu'): Promise<Embedder> {

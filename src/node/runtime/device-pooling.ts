@@ -6,7 +6,7 @@
 // (onnxruntime-node 1.30 aborts the process in getData: Node has no GPUDevice to map it with), so
 // the hidden state is only ever handed to the pooling session, then disposed.
 import * as ort from 'onnxruntime-node';
-import type { PaddedBatch } from '../../runtime/padding.ts';
+import type { PaddedBatch } from '../../backend/padding.ts';
 
 /** The pooling graphs, from model/make_pooling_graphs.py (tests/node/device-pooling.test.ts checks they match). */
 export const POOLING_GRAPHS = {

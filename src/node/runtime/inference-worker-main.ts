@@ -49,7 +49,7 @@ try {
   });
   if (web) await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
-  const { createTransformersBackend } = await import('../../runtime/transformers-backend.ts');
+  const { createTransformersBackend } = await import('../../backend/transformers-backend.ts');
   const options = { ...data, settings: { ...data.settings, dtype: precision.dtype as typeof data.settings.dtype } };
   const native = decision.device === 'webgpu' && !web;
   // Native: the hidden state stays on the GPU and is pooled there (device-pooling.ts), unless

@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
-import { measureBatchBudget, PROBE_TOKENS } from '../../runtime/batch-budget.ts';
-import { createTransformersBackend } from '../../runtime/transformers-backend.ts';
+import { measureBatchBudget, PROBE_TOKENS } from '../../backend/batch-budget.ts';
+import { createTransformersBackend } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
 import type { Embedder } from '../../embedder/types.ts';
 import { decideGpuDtype, FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
@@ -32,13 +32,13 @@ export interface LoadModelOptions {
   /** Overrides the API model name from the settings file. */
   readonly modelName?: string;
   readonly threads?: number;
-  /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/runtime/transformers-backend.ts). */
+  /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/backend/transformers-backend.ts). */
   readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
   readonly limits?: SchedulerLimits;
   /**
    * Which of limits.maxBatchTokens / maxBatchSize were left to auto (--max-batch-tokens auto):
-   * measured on the GPU at start-up when the model runs on WebGPU (src/runtime/batch-budget.ts);
+   * measured on the GPU at start-up when the model runs on WebGPU (src/backend/batch-budget.ts);
    * elsewhere `limits` stand as given (the defaults are the CPU's).
    */
   readonly autoBatch?: { readonly tokens: boolean; readonly size: boolean };

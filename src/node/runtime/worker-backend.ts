@@ -2,7 +2,7 @@
 // thread, so the event loop keeps serving HTTP (and /health) while a batch runs.
 import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import type { TransformersBackendOptions } from '../../runtime/transformers-backend.ts';
+import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 import type { GpuDtype, ServerDevice } from './webgpu/decide.ts';
 import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';

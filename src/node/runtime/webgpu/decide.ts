@@ -1,6 +1,6 @@
 // The server's device choice: what --device accepts, and the shared rules of
-// src/runtime/device-rules.ts applied to the adapters Dawn offered (cpu = onnxruntime-node).
-import { decideDevice, type AdapterReport, type DeviceDecision as SharedDecision } from '../../../runtime/device-rules.ts';
+// src/backend/device-rules.ts applied to the adapters Dawn offered (cpu = onnxruntime-node).
+import { decideDevice, type AdapterReport, type DeviceDecision as SharedDecision } from '../../../backend/device-rules.ts';
 import type { WebGPUHandle } from './detect.ts';
 
 export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;
@@ -15,7 +15,7 @@ export const WEBGPU_INSTALL_HINT =
 
 /**
  * Picks the server's device from what was asked and the adapters Dawn offered (the shared rules
- * of src/runtime/device-rules.ts); throws when `webgpu` was asked for and cannot be had.
+ * of src/backend/device-rules.ts); throws when `webgpu` was asked for and cannot be had.
  */
 export function decideServerDevice(requested: ServerDevice, handle: Pick<WebGPUHandle, 'adapters' | 'errors'> | null, adapterName = ''): DeviceDecision {
   const wanted = adapterName ? ` matching --gpu-adapter "${adapterName}"` : '';

@@ -5,11 +5,11 @@
 // thread before that thread first imports @huggingface/transformers, which picks its runtime
 // once, at import. The inference worker does this, so the main thread keeps onnxruntime-node for
 // tokenising.
-import type { AdapterReport } from '../../../runtime/device-rules.ts';
+import type { AdapterReport } from '../../../backend/device-rules.ts';
 import { messageOf } from '../../../util/message-of.ts';
 import { patchWriteBuffer } from './dawn-workarounds.ts';
 
-export type { AdapterReport } from '../../../runtime/device-rules.ts';
+export type { AdapterReport } from '../../../backend/device-rules.ts';
 
 interface GpuAdapterLike {
   readonly info?: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };

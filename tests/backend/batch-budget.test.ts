@@ -4,7 +4,7 @@
 // tests/node/webgpu.test.ts (serve --device webgpu logs what it chose).
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SCHEDULER_LIMITS } from '../../src/embedder/scheduler.ts';
-import { chooseBatchTokens, measureBatchBudget } from '../../src/runtime/batch-budget.ts';
+import { chooseBatchTokens, measureBatchBudget } from '../../src/backend/batch-budget.ts';
 
 describe('chooseBatchTokens', () => {
   it('keeps doubling while a batch stays within the latency target and pays ≥ 10 % more texts/s', () => {
