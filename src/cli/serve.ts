@@ -35,7 +35,7 @@ export const SERVE_OPTIONS = {
   'thread-spinning': {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',
-    help: "on: onnxruntime's CPU threads spin-wait for work between batches (its own default; burns the cores while the server waits); off: they sleep (less CPU per text, measured by npm run bench:cpu)",
+    help: "on: onnxruntime's CPU threads spin-wait for work between batches (its own default; burns the cores while the server waits; about 1 ms less for a lone short request); off: they sleep (less CPU per text and more texts/s under load: npm run bench:cpu)",
   },
   'max-batch-tokens': {
     env: 'LEXEMBED_MAX_BATCH_TOKENS',
