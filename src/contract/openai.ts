@@ -3,6 +3,7 @@
 // OpenAI-compatible provider and similar tools send and expect, mapped onto the same embedder,
 // with errors in OpenAI's shape ({error: {message, type, param, code}}) at the same statuses.
 import { z } from 'zod';
+import { perModel } from './schema-cache.ts';
 import { PROBLEM_CATALOGUE, problem, type Problem, type ProblemCode } from './problems.ts';
 import { formatIssues, type ModelCapabilities, type Task } from './request.ts';
 import { OUTPUT_DTYPES, quantizeVector, type OutputDtype } from './vectors.ts';
@@ -209,9 +210,4 @@ export function toOpenAIError(p: Problem): OpenAIErrorBody {
   return { error: { message: p.detail ?? title, type, param: p.param ?? null, code: ERROR_CODES[p.code] } };
 }
 
-const schemaCache = new Map<string, ReturnType<typeof createOpenAIEmbeddingRequestSchema>>();
-function schemaFor(modelName: string) {
-  let schema = schemaCache.get(modelName);
-  if (!schema) schemaCache.set(modelName, (schema = createOpenAIEmbeddingRequestSchema(modelName)));
-  return schema;
-}
+const schemaFor = perModel(createOpenAIEmbeddingRequestSchema);

@@ -1,6 +1,7 @@
 // The embedding request of spec 2.1 with every rule of sections 2.1 and 8, as a zod schema
 // plus one pure validation function that returns the parsed request or a problem.
 import { z } from 'zod';
+import { perModel } from './schema-cache.ts';
 import { problem } from './problems.ts';
 import type { Result } from './result.ts';
 import { OUTPUT_DTYPES } from './vectors.ts';
@@ -110,12 +111,7 @@ export function textsOf(request: Pick<EmbeddingRequest, 'texts'>): string[] {
   return typeof request.texts === 'string' ? [request.texts] : request.texts;
 }
 
-const schemaCache = new Map<string, ReturnType<typeof createEmbeddingRequestSchema>>();
-function schemaFor(modelName: string) {
-  let schema = schemaCache.get(modelName);
-  if (!schema) schemaCache.set(modelName, (schema = createEmbeddingRequestSchema(modelName)));
-  return schema;
-}
+const schemaFor = perModel(createEmbeddingRequestSchema);
 
 export interface IssueFormat {
   /** The fields an object at the top level (or at a path, by its dotted name) allows. */

@@ -4,6 +4,7 @@
 // The spec names the operation without a payload; these rules are lexembed's, with the same
 // problem catalogue, titles and detail style as embeddings.
 import { z } from 'zod';
+import { perModel } from './schema-cache.ts';
 import { problem } from './problems.ts';
 import { formatIssues } from './request.ts';
 import type { Result } from './result.ts';
@@ -153,12 +154,7 @@ export function queryTooLong(tokens: number, caps: Pick<RerankCapabilities, 'max
   return problem('validation', `query is ${tokens} tokens long, over the ${caps.maxQueryTokens} tokens the model reads; shorten it`);
 }
 
-const schemaCache = new Map<string, ReturnType<typeof createRerankRequestSchema>>();
-function schemaFor(modelName: string) {
-  let schema = schemaCache.get(modelName);
-  if (!schema) schemaCache.set(modelName, (schema = createRerankRequestSchema(modelName)));
-  return schema;
-}
+const schemaFor = perModel(createRerankRequestSchema);
 
 /**
  * Orders texts by score (highest first; equal scores keep input order) and keeps the top n.

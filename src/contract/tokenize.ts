@@ -2,6 +2,7 @@
 // offsets) of texts, as the embedding route would read them, without running the model; so
 // clients can plan chunks and costs. Same auth, limits and problems as /v1/embeddings.
 import { z } from 'zod';
+import { perModel } from './schema-cache.ts';
 import { problem } from './problems.ts';
 import { formatIssues, MAX_TEXTS_PER_REQUEST, TASKS, type ModelCapabilities } from './request.ts';
 import type { Result } from './result.ts';
@@ -45,8 +46,10 @@ export const TokenizeResponseSchema = z.object({
 });
 export type TokenizeResponse = z.infer<typeof TokenizeResponseSchema>;
 
+const schemaFor = perModel(createTokenizeRequestSchema);
+
 export function validateTokenizeRequest(body: unknown, caps: ModelCapabilities): Result<TokenizeRequest & { texts: string[] }> {
-  const parsed = createTokenizeRequestSchema(caps.modelName).safeParse(body);
+  const parsed = schemaFor(caps.modelName).safeParse(body);
   if (!parsed.success) return { ok: false, problem: problem('validation', formatIssues(parsed.error.issues, { fields: { '': TOKENIZE_FIELDS } })) };
   const request = parsed.data;
   if (request.task !== null && !caps.tasks.includes(request.task)) {
