@@ -35,12 +35,12 @@ export const SERVE_OPTIONS = {
   'thread-spinning': {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',
-    help: "on: onnxruntime's CPU threads spin-wait for work between batches (its own default; burns the cores while the server waits; about 1 ms less for a lone short request); off: they sleep (less CPU per text and more texts/s under load: npm run bench:cpu)",
+    help: "on: onnxruntime's CPU threads spin-wait for work between batches (its own default: a lone request answers sooner, but the cores burn while the server waits); off: they sleep (less CPU per text and more texts/s under load; docs/gpu.md has the figures, npm run bench:cpu measures them)",
   },
   'max-batch-tokens': {
     env: 'LEXEMBED_MAX_BATCH_TOKENS',
     default: 'auto',
-    help: `most padded tokens per model call, or auto: ${CPU_AUTO_BATCH_TOKENS} on cpu (npm run bench:cpu: less CPU per text at ~128 tokens than 512); on webgpu measured at start-up (the largest of 1024…32768 whose batch runs within 250 ms and still adds ≥ 10 % texts/s)`,
+    help: `most padded tokens per model call, or auto: ${CPU_AUTO_BATCH_TOKENS} on cpu (docs/gpu.md says why); on webgpu measured at start-up (the largest of 1024…32768 whose batch runs within 250 ms and still adds ≥ 10 % texts/s)`,
   },
   'max-batch-size': { env: 'LEXEMBED_MAX_BATCH_SIZE', default: 'auto', help: 'most texts per model call, or auto: 64; on webgpu with a measured budget, that budget / 128 if more' },
   'max-queue-tokens': { env: 'LEXEMBED_MAX_QUEUE_TOKENS', default: '262144', help: 'tokens waiting before new requests get 503 + Retry-After' },
