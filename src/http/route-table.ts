@@ -25,7 +25,7 @@ const OTHER_OPERATIONS: readonly { path: string; resource: Resource }[] = [
 const STORE_CHECK_MS = 1_000;
 
 /** Problems of every route that reads a body. */
-export const BODY_PROBLEMS = ['requestTooLarge', 'internal', 'unavailable'] as const;
+const BODY_PROBLEMS = ['requestTooLarge', 'internal', 'unavailable'] as const;
 
 /** An operation over a decoded body (src/operations), as a route runs it. */
 type Operation = (body: unknown, embedder: Embedder, options: EmbedOptions) => Promise<Outcome<unknown>>;

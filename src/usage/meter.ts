@@ -47,14 +47,20 @@ export const counters = {
 };
 
 /** YYYY-MM-DD and YYYY-MM of a time, UTC. */
-export const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-export const utcMonth = (ms: number) => new Date(ms).toISOString().slice(0, 7);
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const utcMonth = (ms: number) => new Date(ms).toISOString().slice(0, 7);
 
 /** The first millisecond of the next UTC month. */
 export function nextMonthStart(ms: number): number {
   const d = new Date(ms);
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
 }
+
+/** Month counters outlive their month a while, so `lexembed usage` and quotas never race their expiry. */
+const MONTH_GRACE_MS = 40 * 24 * 3600_000;
+
+/** When the counter of the month holding `ms` may be forgotten. */
+export const monthCounterExpiry = (ms: number) => nextMonthStart(ms) + MONTH_GRACE_MS;
 
 /** Seconds until `end`, at least 1 (what Retry-After and RateLimit's t say). */
 const secondsUntil = (end: number, now: number) => Math.max(1, Math.ceil((end - now) / 1000));
@@ -66,14 +72,13 @@ interface Calendar {
   readonly day: string;
   readonly month: string;
   readonly renews: number;
-  /** Month counters outlive their month a while, so `lexembed usage` and quotas never race their expiry. */
   readonly monthExpiry: number;
 }
 
 function calendarOf(minute: number): Calendar {
   const ms = minute * MINUTE_MS;
   const renews = nextMonthStart(ms);
-  return { minute, minuteEnds: ms + MINUTE_MS, day: utcDay(ms), month: utcMonth(ms), renews, monthExpiry: renews + 40 * 24 * 3600_000 };
+  return { minute, minuteEnds: ms + MINUTE_MS, day: utcDay(ms), month: utcMonth(ms), renews, monthExpiry: renews + MONTH_GRACE_MS };
 }
 
 export function createMeter(store: UsageStore, options: MeterOptions = {}): Meter {

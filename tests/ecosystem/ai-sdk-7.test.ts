@@ -61,4 +61,3 @@ describe.runIf(NODE_MAJOR >= 22)('lexembed/ai-sdk with AI SDK 7 (Node ≥ 22)', 
   });
 });
 
-it.skipIf(NODE_MAJOR >= 22)('AI SDK 7 needs Node ≥ 22: run npm run test:node-versions (Node 22 and 24) for it', () => {});

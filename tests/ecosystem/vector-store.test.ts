@@ -29,7 +29,7 @@ let server: RunningServer;
 let client: Lexembed;
 const f32 = (v: number[]) => new Uint8Array(new Float32Array(v).buffer);
 
-describe.runIf(HAS_SQLITE_EXTENSIONS)('sqlite-vec and FTS5 (node:sqlite) with lexembed vectors', () => {
+describe.runIf(HAS_SQLITE_EXTENSIONS)('sqlite-vec and FTS5 (node:sqlite, Node ≥ 22.13: npm run test:node-versions) with lexembed vectors', () => {
   beforeAll(async () => {
     embedder = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
     server = await startServer(createApp({ embedder }), { port: 0, host: '127.0.0.1' });
@@ -98,4 +98,3 @@ describe.runIf(HAS_SQLITE_EXTENSIONS)('sqlite-vec and FTS5 (node:sqlite) with le
 
 const dot = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((s, x, i) => s + x * b[i]!, 0);
 
-it.skipIf(HAS_SQLITE_EXTENSIONS)('node:sqlite with extensions needs Node ≥ 22.13: run npm run test:node-versions (Node 22 and 24) for the vector-store tests', () => {});

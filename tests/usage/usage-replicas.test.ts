@@ -118,7 +118,7 @@ describe('two replicas sharing Redis', () => {
         return mine;
       }),
     );
-    while (started.length && (await usageRows(redisStore(), 'killed')).reduce((n, r) => n + r.requests, 0) < 40) await new Promise((r) => setTimeout(r, 100));
+    while ((await usageRows(redisStore(), 'killed')).reduce((n, r) => n + r.requests, 0) < 40) await new Promise((r) => setTimeout(r, 100));
     victim.child.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 500));
     stop = true;

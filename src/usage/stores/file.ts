@@ -6,7 +6,7 @@
 import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { counters, nextMonthStart } from '../meter.ts';
+import { counters, monthCounterExpiry } from '../meter.ts';
 import type { UsageRow, UsageStore } from '../store.ts';
 import { addTo, createMemoryUsageStore } from './memory.ts';
 
@@ -54,16 +54,14 @@ export function createFileUsageStore(dataDir: string, options: { writer: boolean
   const file = join(dataDir, USAGE_LOG);
   const memory = createMemoryUsageStore({ now: options.now });
   const { rows, complete } = readLog(file);
-  const months = new Map<string, number>();
+  const months = new Map<string, { value: number; expiresAt: number }>();
   for (const row of rows) {
     memory.add(row);
     const name = counters.month(row.account, row.day.slice(0, 7));
-    months.set(name, (months.get(name) ?? 0) + row.input_tokens);
+    const month = months.get(name) ?? { value: 0, expiresAt: monthCounterExpiry(Date.parse(`${row.day}T00:00:00Z`)) };
+    months.set(name, { ...month, value: month.value + row.input_tokens });
   }
-  for (const [name, value] of months) {
-    const month = name.slice(name.lastIndexOf(':') + 1);
-    memory.seed(name, value, nextMonthStart(Date.parse(`${month}-01T00:00:00Z`)) + 40 * 24 * 3600_000);
-  }
+  for (const [name, { value, expiresAt }] of months) memory.seed(name, value, expiresAt);
 
   let fd: number | undefined;
   const pending: Parameters<typeof addTo>[0] = new Map();
