@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { problem } from './problems.ts';
 import { pathSpellingDetail, pathSpellingFault } from './paths.ts';
 import { formatIssues } from './request.ts';
+import { fieldsOf, required } from './rules.ts';
 import type { Result } from './result.ts';
 
-export const INVOCATION_FIELDS = ['path', 'method', 'headers', 'data'] as const;
 /**
  * Methods an invocation may carry (fetch refuses CONNECT, TRACE and TRACK). Not HEAD: its answer
  * has no body, so a proxied problem would arrive as a bare status with nothing to say why.
@@ -18,7 +18,7 @@ const BAD_HEADER_VALUE = /[\0\r\n]/;
 export const InvocationRequestSchema = z.strictObject(
   {
     path: z
-      .string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string such as "/v1/embeddings"') })
+      .string({ error: required('must be a string such as "/v1/embeddings"') })
       .regex(/^\/[^\s?#]*(?:\?[^\s#]*)?$/, { error: 'must be an absolute path such as "/v1/embeddings"' }),
     method: z
       .string({ error: 'must be an HTTP method such as "POST"' })
@@ -30,6 +30,7 @@ export const InvocationRequestSchema = z.strictObject(
   },
   { error: 'must be a JSON object with path, method, headers and data' },
 );
+export const INVOCATION_FIELDS = fieldsOf(InvocationRequestSchema);
 export type InvocationRequest = z.output<typeof InvocationRequestSchema>;
 
 /** Headers that describe one connection, never forwarded by a proxy (RFC 9110 7.6.1), plus framing. */

@@ -7,13 +7,13 @@ import { perModel } from './schema-cache.ts';
 import { PROBLEM_CATALOGUE, problem, type Problem, type ProblemCode } from './problems.ts';
 import { formatIssues, type ModelCapabilities, type Task } from './request.ts';
 import { OUTPUT_DTYPES, quantizeVector, type OutputDtype } from './vectors.ts';
+import { dimensionProblem, fieldsOf, integerAtLeast, nonBlankText, oneOf, required, taskProblem } from './rules.ts';
 import type { Result } from './result.ts';
 
 /** The prefix of the OpenAI-compatible routes. */
 export const OPENAI_PREFIX = '/openai/v1';
 /** Inputs per request (OpenAI's own limit); the batching queue splits them into model calls. */
 export const MAX_OPENAI_INPUTS = 2048;
-export const OPENAI_FIELDS = ['input', 'model', 'encoding_format', 'dimensions', 'user', 'input_type', 'output_dtype'] as const;
 export const INPUT_TYPES = ['query', 'document'] as const;
 export const ENCODING_FORMATS = ['float', 'base64'] as const;
 /** `model` suffixes that choose the task for clients that cannot add a field. */
@@ -25,29 +25,24 @@ export function openAIModelIds(modelName: string): string[] {
   return [modelName, ...Object.keys(ALIAS_TASKS).map((suffix) => `${modelName}:${suffix}`)];
 }
 
-const NON_BLANK = /[^\s\u0085]/u;
-
 export function createOpenAIEmbeddingRequestSchema(modelName: string) {
   const ids = openAIModelIds(modelName);
-  const text = z.string({ error: 'must be a string' }).regex(NON_BLANK, { error: 'must contain at least one non-whitespace character' });
+  const text = nonBlankText();
   return z.strictObject(
     {
       input: z
         .union([text, z.array(text).min(1, { error: 'must hold at least 1 string' }).max(MAX_OPENAI_INPUTS, { error: `must hold at most ${MAX_OPENAI_INPUTS} strings` })], {
-          error: (iss) => (iss.input === undefined ? 'is required' : `must be a string or an array of 1 to ${MAX_OPENAI_INPUTS} strings`),
+          error: required(`must be a string or an array of 1 to ${MAX_OPENAI_INPUTS} strings`),
         })
         .describe(`The text or texts to embed: a string, or 1 to ${MAX_OPENAI_INPUTS} strings. Token-id arrays are not accepted.`),
       model: z
-        .enum(ids as [string, ...string[]], { error: (iss) => (iss.input === undefined ? 'is required' : `must be one of ${ids.map((m) => `"${m}"`).join(', ')}`) })
+        .enum(ids as [string, ...string[]], { error: required(`must be one of ${ids.map((m) => `"${m}"`).join(', ')}`) })
         .describe(`"${modelName}", or "${modelName}:query" / "${modelName}:document" to embed queries or documents for retrieval.`),
       encoding_format: z
         .enum(ENCODING_FORMATS, { error: 'must be "float" or "base64"' })
         .default('float')
         .describe('float: arrays of numbers; base64: each vector as little-endian float32 bytes, base64-encoded (what the openai client asks for by default).'),
-      dimensions: z
-        .number({ error: 'must be an integer of at least 1' })
-        .refine(Number.isInteger, { error: 'must be an integer of at least 1' })
-        .min(1, { error: 'must be an integer of at least 1' })
+      dimensions: integerAtLeast(1, 'must be an integer of at least 1')
         .optional()
         .describe("Keep the first d components (renormalised); at most the model's maximum."),
       user: z.string({ error: 'must be a string' }).optional().describe('Accepted and ignored.'),
@@ -55,8 +50,7 @@ export function createOpenAIEmbeddingRequestSchema(modelName: string) {
         .enum(INPUT_TYPES, { error: 'must be "query" or "document"' })
         .optional()
         .describe('An extension: "query" for search queries, "document" for the texts searched; absent: no task prompt.'),
-      output_dtype: z
-        .enum(OUTPUT_DTYPES, { error: `must be one of ${OUTPUT_DTYPES.map((t) => `"${t}"`).join(', ')}` })
+      output_dtype: oneOf(OUTPUT_DTYPES)
         .default('float')
         .describe('An extension, as on /v1/embeddings: float, int8, uint8, binary or ubinary; with encoding_format "base64" the integers are sent as one byte each.'),
     },
@@ -64,6 +58,7 @@ export function createOpenAIEmbeddingRequestSchema(modelName: string) {
   );
 }
 
+export const OPENAI_FIELDS = fieldsOf(createOpenAIEmbeddingRequestSchema('any'));
 export type OpenAIEmbeddingRequest = z.output<ReturnType<typeof createOpenAIEmbeddingRequestSchema>>;
 /** The request as sent (defaults optional; `input` may be a readonly array). */
 export type OpenAIEmbeddingRequestInput = Omit<z.input<ReturnType<typeof createOpenAIEmbeddingRequestSchema>>, 'input'> & { input: string | readonly string[] };
@@ -97,15 +92,10 @@ export function validateOpenAIEmbeddingRequest(body: unknown, caps: ModelCapabil
     return refused(problem('validation', `model "${request.model}" and input_type "${request.input_type}" name different tasks; send one of them`), 'input_type');
   }
   const task = typed ?? alias;
-  if (task !== null && !caps.tasks.includes(task)) {
-    return refused(problem('unsupportedTask', `the task of ${typed ? `input_type "${request.input_type}"` : `model "${request.model}"`} is not supported by model "${caps.modelName}"`), typed ? 'input_type' : 'model');
-  }
-  if (request.dimensions !== undefined && request.dimensions > caps.maxDimensions) {
-    return refused(
-      problem('unsupportedDimension', `dimensions ${request.dimensions} exceeds the maximum of ${caps.maxDimensions} for model "${caps.modelName}"; pass an integer from 1 to ${caps.maxDimensions}, or leave it out`),
-      'dimensions',
-    );
-  }
+  const taskRefusal = taskProblem(task, caps, typed ? `the task of input_type "${request.input_type}"` : `the task of model "${request.model}"`);
+  if (taskRefusal) return refused(taskRefusal, typed ? 'input_type' : 'model');
+  const dimensionRefusal = dimensionProblem(request.dimensions, caps, 'leave it out');
+  if (dimensionRefusal) return refused(dimensionRefusal, 'dimensions');
   return {
     ok: true,
     value: { texts: typeof request.input === 'string' ? [request.input] : request.input, task, dimensions: request.dimensions ?? null, encoding: request.encoding_format, dtype: request.output_dtype, model: request.model },

@@ -5,28 +5,15 @@ import { perModel } from './schema-cache.ts';
 import { problem } from './problems.ts';
 import type { Result } from './result.ts';
 import { OUTPUT_DTYPES } from './vectors.ts';
+import { dimensionProblem, fieldsOf, integerAtLeast, nonBlankText, oneOf, required, taskProblem, TASKS, type ModelCapabilities } from './rules.ts';
 
 export const DEFAULT_MODEL_NAME = 'legal-2-embedder';
 export const MAX_TEXTS_PER_REQUEST = 128;
-export const TASKS = ['retrieval/query', 'retrieval/document'] as const;
 export const OVERFLOW_STRATEGIES = ['drop_end'] as const;
-export const REQUEST_FIELDS = ['model', 'texts', 'task', 'overflow_strategy', 'dimensions', 'output_dtype'] as const;
 
-export type Task = (typeof TASKS)[number];
+export { TASKS, type ModelCapabilities, type Task } from './rules.ts';
 
-/** What the served model supports; the request rules that depend on the model read it. */
-export interface ModelCapabilities {
-  readonly modelName: string;
-  readonly maxDimensions: number;
-  readonly tasks: readonly Task[];
-}
-
-const required = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : what);
-
-// Non-blank means a character outside Unicode White_Space: JavaScript's \s lacks U+0085 NEXT LINE.
-const TextSchema = z
-  .string({ error: required('must be a string') })
-  .regex(/[^\s\u0085]/u, { error: 'must contain at least one non-whitespace character' });
+const TextSchema = nonBlankText(required('must be a string'));
 
 const TextsSchema = z.union(
   [
@@ -45,23 +32,18 @@ export function createEmbeddingRequestSchema(modelName: string = DEFAULT_MODEL_N
     {
       model: z.literal(modelName, { error: required(`must be "${modelName}"`) }).describe('The embedding model to use.'),
       texts: TextsSchema.describe(`The text or texts to embed: a string, or an array of 1 to ${MAX_TEXTS_PER_REQUEST} strings, each with a non-whitespace character.`),
-      task: z.enum(TASKS, { error: `must be one of ${TASKS.map((t) => `"${t}"`).join(', ')} or null` }).nullable().default(null),
+      task: oneOf(TASKS, ' or null').nullable().default(null),
       overflow_strategy: z
         .enum(OVERFLOW_STRATEGIES, { error: 'must be "drop_end" or null' })
         .nullable()
         .default('drop_end')
         .describe("drop_end drops tokens from the end of over-long texts; null makes an over-long text an error."),
-      // Any integer, not only safe ones (zod's .int()), so 1e20 gets the dimension error, as 385 does.
-      dimensions: z
-        .number({ error: 'must be an integer of at least 1, or null' })
-        .refine(Number.isInteger, { error: 'must be an integer of at least 1, or null' })
-        .min(1, { error: 'must be an integer of at least 1, or null' })
+      dimensions: integerAtLeast(1, 'must be an integer of at least 1, or null')
         .nullable()
         .default(null)
         .describe("Keep the first d components (renormalised); at most the model's maximum; null for the default."),
       // An extension beside the spec's fields: compact vectors for cheap storage.
-      output_dtype: z
-        .enum(OUTPUT_DTYPES, { error: `must be one of ${OUTPUT_DTYPES.map((t) => `"${t}"`).join(', ')}` })
+      output_dtype: oneOf(OUTPUT_DTYPES)
         .default('float')
         .describe(
           'float (default); int8: round(x·16√d) in [-128, 127]; uint8: int8 + 128; ubinary: 8 components a byte, first in the highest bit, 1 where > 0 (numpy.packbits); binary: that byte − 128.',
@@ -72,6 +54,7 @@ export function createEmbeddingRequestSchema(modelName: string = DEFAULT_MODEL_N
 }
 
 export const EmbeddingRequestSchema = createEmbeddingRequestSchema();
+export const REQUEST_FIELDS = fieldsOf(EmbeddingRequestSchema);
 /** The request as sent on the wire (defaults optional). */
 export type EmbeddingRequestInput = z.input<typeof EmbeddingRequestSchema>;
 /** The request after validation, defaults filled in. */
@@ -86,23 +69,8 @@ export function validateEmbeddingRequest(body: unknown, caps: ModelCapabilities)
   const parsed = schemaFor(caps.modelName).safeParse(body);
   if (!parsed.success) return { ok: false, problem: problem('validation', formatIssues(parsed.error.issues)) };
   const request = parsed.data as EmbeddingRequest;
-  if (request.dimensions !== null && request.dimensions > caps.maxDimensions) {
-    return {
-      ok: false,
-      problem: problem(
-        'unsupportedDimension',
-        `dimensions ${request.dimensions} exceeds the maximum of ${caps.maxDimensions} for model "${caps.modelName}"; ` +
-          `pass an integer from 1 to ${caps.maxDimensions}, or null for the default`,
-      ),
-    };
-  }
-  if (request.task !== null && !caps.tasks.includes(request.task)) {
-    const allowed = caps.tasks.length ? caps.tasks.map((t) => `"${t}"`).join(', ') + ' or null' : 'only null';
-    return {
-      ok: false,
-      problem: problem('unsupportedTask', `task "${request.task}" is not supported by model "${caps.modelName}"; allowed: ${allowed}`),
-    };
-  }
+  const refusal = dimensionProblem(request.dimensions, caps, 'null for the default') ?? taskProblem(request.task, caps);
+  if (refusal) return { ok: false, problem: refusal };
   return { ok: true, value: request };
 }
 

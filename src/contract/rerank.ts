@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { perModel } from './schema-cache.ts';
 import { problem } from './problems.ts';
 import { formatIssues } from './request.ts';
+import { fieldsOf, integerAtLeast, nonBlankText, oneOf, required } from './rules.ts';
 import type { Result } from './result.ts';
 
 export const DEFAULT_RERANK_MODEL_NAME = 'legal-2-reranker';
@@ -27,8 +28,6 @@ export function tooManyChunks(textsRead: number, chunks: number, chunking: Chunk
   );
 }
 export const SCORING_METHODS = ['auto', 'chunk_max', 'chunk_avg', 'chunk_min'] as const;
-export const RERANK_FIELDS = ['model', 'query', 'texts', 'top_n', 'is_iql', 'scoring_method', 'chunking_options'] as const;
-export const CHUNKING_FIELDS = ['size', 'overlap_ratio', 'overlap_tokens'] as const;
 
 export type ScoringMethod = (typeof SCORING_METHODS)[number];
 
@@ -41,14 +40,10 @@ export interface RerankCapabilities {
   readonly maxQueryTokens: number;
 }
 
-const required = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'is required' : what);
-const NON_BLANK = /[^\s\u0085]/u;
-const integer = (what: string, min: number) =>
-  z.number({ error: what }).refine(Number.isInteger, { error: what }).min(min, { error: what });
 
 const ChunkingOptionsSchema = z.strictObject(
   {
-    size: integer('must be an integer of at least 1 (tokens), or null', 1).nullable().default(null)
+    size: integerAtLeast(1, 'must be an integer of at least 1 (tokens), or null').nullable().default(null)
       .describe("Tokens of text per chunk, capped to what the model reads at once (special tokens aside); null: that cap."),
     overlap_ratio: z
       .number({ error: 'must be a number from 0 up to (not including) 1, or null' })
@@ -57,7 +52,7 @@ const ChunkingOptionsSchema = z.strictObject(
       .nullable()
       .default(null)
       .describe('Share of a chunk repeated at the start of the next one; null: 0.25.'),
-    overlap_tokens: integer('must be an integer of at least 0 (tokens), or null', 0).nullable().default(null)
+    overlap_tokens: integerAtLeast(0, 'must be an integer of at least 0 (tokens), or null').nullable().default(null)
       .describe('Tokens repeated at the start of the next chunk; when given, it takes the place of overlap_ratio.'),
   },
   { error: 'must be an object with size, overlap_ratio and overlap_tokens, or null' },
@@ -67,25 +62,22 @@ export function createRerankRequestSchema(modelName: string = DEFAULT_RERANK_MOD
   return z.strictObject(
     {
       model: z.literal(modelName, { error: required(`must be "${modelName}"`) }).describe('The reranking model to use.'),
-      query: z
-        .string({ error: required('must be a string') })
-        .regex(NON_BLANK, { error: 'must contain at least one non-whitespace character' })
+      query: nonBlankText(required('must be a string'))
         .describe('What the texts are ranked against.'),
       texts: z
-        .array(z.string({ error: 'must be a string' }).regex(NON_BLANK, { error: 'must contain at least one non-whitespace character' }), {
+        .array(nonBlankText(), {
           error: required(`must be an array of 1 to ${MAX_RERANK_TEXTS} strings`),
         })
         .min(1, { error: 'must hold at least 1 text' })
         .max(MAX_RERANK_TEXTS, { error: `must hold at most ${MAX_RERANK_TEXTS} texts` })
         .describe(`The texts to rank: 1 to ${MAX_RERANK_TEXTS} strings, each with a non-whitespace character; long ones are split into chunks.`),
-      top_n: integer('must be an integer of at least 1, or null', 1).nullable().default(null)
+      top_n: integerAtLeast(1, 'must be an integer of at least 1, or null').nullable().default(null)
         .describe('Return only the n best texts; null: all of them.'),
       is_iql: z
         .literal(false, { error: 'must be false or absent: this deployment does not serve IQL (query language) queries' })
         .default(false)
         .describe('IQL queries are not served: only false.'),
-      scoring_method: z
-        .enum(SCORING_METHODS, { error: `must be one of ${SCORING_METHODS.map((m) => `"${m}"`).join(', ')}` })
+      scoring_method: oneOf(SCORING_METHODS)
         .default('auto')
         .describe("How a text's chunk scores combine: chunk_max (auto), chunk_avg or chunk_min."),
       chunking_options: ChunkingOptionsSchema.nullable().default(null).describe('How long texts are split; null for the defaults.'),
@@ -95,6 +87,8 @@ export function createRerankRequestSchema(modelName: string = DEFAULT_RERANK_MOD
 }
 
 export const RerankRequestSchema = createRerankRequestSchema();
+export const RERANK_FIELDS = fieldsOf(RerankRequestSchema);
+export const CHUNKING_FIELDS = fieldsOf(ChunkingOptionsSchema);
 export type RerankRequestInput = z.input<typeof RerankRequestSchema>;
 export type RerankRequest = z.output<typeof RerankRequestSchema>;
 

@@ -5,21 +5,20 @@ import { z } from 'zod';
 import { perModel } from './schema-cache.ts';
 import { problem } from './problems.ts';
 import { formatIssues, MAX_TEXTS_PER_REQUEST, TASKS, type ModelCapabilities } from './request.ts';
+import { fieldsOf, oneOf, required, taskProblem } from './rules.ts';
 import type { Result } from './result.ts';
-
-export const TOKENIZE_FIELDS = ['model', 'texts', 'task', 'return_offsets'] as const;
 
 export function createTokenizeRequestSchema(modelName: string) {
   const text = z.string({ error: 'must be a string' });
   return z.strictObject(
     {
-      model: z.literal(modelName, { error: (iss) => (iss.input === undefined ? 'is required' : `must be "${modelName}"`) }).describe('The embedding model whose tokenizer counts.'),
+      model: z.literal(modelName, { error: required(`must be "${modelName}"`) }).describe('The embedding model whose tokenizer counts.'),
       texts: z
         .union([text, z.array(text).min(1, { error: 'must hold at least 1 text' }).max(MAX_TEXTS_PER_REQUEST, { error: `must hold at most ${MAX_TEXTS_PER_REQUEST} texts` })], {
-          error: (iss) => (iss.input === undefined ? 'is required' : `must be a string or an array of 1 to ${MAX_TEXTS_PER_REQUEST} strings`),
+          error: required(`must be a string or an array of 1 to ${MAX_TEXTS_PER_REQUEST} strings`),
         })
         .describe(`A text or 1 to ${MAX_TEXTS_PER_REQUEST} texts (any length: nothing is truncated here).`),
-      task: z.enum(TASKS, { error: `must be one of ${TASKS.map((t) => `"${t}"`).join(', ')} or null` }).nullable().default(null).describe('Counts as /v1/embeddings would with this task (its prompt included).'),
+      task: oneOf(TASKS, ' or null').nullable().default(null).describe('Counts as /v1/embeddings would with this task (its prompt included).'),
       return_offsets: z.boolean({ error: 'must be true or false' }).default(false).describe("Also return each of the text's own tokens with its character offsets."),
     },
     { error: 'must be a JSON object' },
@@ -47,13 +46,13 @@ export const TokenizeResponseSchema = z.object({
 export type TokenizeResponse = z.infer<typeof TokenizeResponseSchema>;
 
 const schemaFor = perModel(createTokenizeRequestSchema);
+export const TOKENIZE_FIELDS = fieldsOf(createTokenizeRequestSchema('any'));
 
 export function validateTokenizeRequest(body: unknown, caps: ModelCapabilities): Result<TokenizeRequest & { texts: string[] }> {
   const parsed = schemaFor(caps.modelName).safeParse(body);
   if (!parsed.success) return { ok: false, problem: problem('validation', formatIssues(parsed.error.issues, { fields: { '': TOKENIZE_FIELDS } })) };
   const request = parsed.data;
-  if (request.task !== null && !caps.tasks.includes(request.task)) {
-    return { ok: false, problem: problem('unsupportedTask', `task "${request.task}" is not supported by model "${caps.modelName}"`) };
-  }
+  const refusal = taskProblem(request.task, caps);
+  if (refusal) return { ok: false, problem: refusal };
   return { ok: true, value: { ...request, texts: typeof request.texts === 'string' ? [request.texts] : request.texts } };
 }
