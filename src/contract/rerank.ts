@@ -114,19 +114,39 @@ export interface Chunking {
 /** Chunk overlap when neither overlap field is given. */
 export const DEFAULT_OVERLAP_RATIO = 0.25;
 
+/** How chunking options are named in a message: the API's fields, or plain words (CLI, library). */
+export interface ChunkingNames {
+  readonly size: string;
+  readonly overlap: string;
+}
+const PLAIN_NAMES: ChunkingNames = { size: 'the chunk size', overlap: 'the chunk overlap' };
+const REQUEST_NAMES: ChunkingNames = { size: 'chunking_options.size', overlap: 'chunking_options.overlap_tokens' };
+
+/**
+ * The one rule for chunk sizes and overlaps, wherever they come from (a rerank request, the
+ * embedder's chunkText, `lexembed embed --chunk-tokens`): a size of 1 to `maxChunkTokens` tokens
+ * and an overlap of 0 to size − 1 tokens, or a validation problem naming the option as `names` do.
+ */
+export function checkChunking(size: number, overlap: number, maxChunkTokens: number, names: ChunkingNames = PLAIN_NAMES): Result<Chunking> {
+  if (!Number.isInteger(size) || size < 1 || size > maxChunkTokens) {
+    return { ok: false, problem: problem('validation', `${names.size} must be an integer from 1 to ${maxChunkTokens} tokens (what the model reads of a document at once), got ${size}`) };
+  }
+  if (!Number.isInteger(overlap) || overlap < 0 || overlap >= size) {
+    return {
+      ok: false,
+      problem: problem('validation', `${names.overlap} must be an integer from 0 to ${size - 1} tokens (less than the chunk size ${size}, or each chunk would repeat the last), got ${overlap}`),
+    };
+  }
+  return { ok: true, value: { size, overlap } };
+}
+
 /** The chunk size (capped to what the model reads) and overlap a request asks for. */
 export function resolveChunking(options: RerankRequest['chunking_options'], caps: Pick<RerankCapabilities, 'maxChunkTokens'>): Result<Chunking> {
   // A chunk cannot hold more than the model reads at once: larger sizes (the SDKs' examples send
   // 512) are capped to that, as null is.
   const size = Math.min(options?.size ?? caps.maxChunkTokens, caps.maxChunkTokens);
   const overlap = options?.overlap_tokens ?? Math.floor(size * (options?.overlap_ratio ?? DEFAULT_OVERLAP_RATIO));
-  if (overlap >= size) {
-    return {
-      ok: false,
-      problem: problem('validation', `chunking_options.overlap_tokens ${overlap} must be less than the chunk size ${size}, or each chunk would repeat the last`),
-    };
-  }
-  return { ok: true, value: { size, overlap } };
+  return checkChunking(size, overlap, caps.maxChunkTokens, REQUEST_NAMES);
 }
 
 /**

@@ -1,6 +1,6 @@
 // Turns an EmbeddingBackend into the contract's Embedder: prompts, tokenising each text once,
 // overflow handling, cross-request batching (BatchScheduler), dimensions and normalisation.
-import { problem, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result, type Task, type TokenizeResponse } from '../contract/index.ts';
+import { checkChunking, problem, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result, type Task, type TokenizeResponse } from '../contract/index.ts';
 import { chunkText, tokenOffsets, wordTokenCounter } from './chunk.ts';
 import { estimateTokens, pauser } from './pacing.ts';
 import { createRerank, type EmbedderCore } from './reranking.ts';
@@ -58,15 +58,8 @@ export function createEmbedder(
     },
     maxChunkTokens,
     chunkText(text, options = {}) {
-      const size = options.size ?? maxChunkTokens;
-      const overlap = options.overlap ?? 0;
-      if (!Number.isInteger(size) || size < 1 || size > maxChunkTokens) {
-        return { ok: false, problem: problem('validation', `the chunk size must be an integer from 1 to ${maxChunkTokens} tokens (what model "${settings.name}" reads of a document at once), got ${size}`) };
-      }
-      if (!Number.isInteger(overlap) || overlap < 0 || overlap >= size) {
-        return { ok: false, problem: problem('validation', `the chunk overlap must be an integer from 0 to ${size - 1} tokens (less than the chunk size ${size}), got ${overlap}`) };
-      }
-      return { ok: true, value: chunkText(text, { size, overlap }, wordTokenCounter((t) => backend.encode(t))) };
+      const checked = checkChunking(options.size ?? maxChunkTokens, options.overlap ?? 0, maxChunkTokens);
+      return checked.ok ? { ok: true, value: chunkText(text, checked.value, wordTokenCounter((t) => backend.encode(t))) } : checked;
     },
     tokenize: (texts, options) => tokenizeTexts(core, texts, options),
     reranker,

@@ -39,7 +39,7 @@ describe('validateRerankRequest', () => {
     [{ ...base, chunking_options: { size: 0 } }, 'validation: chunking_options.size must be an integer of at least 1 (tokens), or null'],
     [{ ...base, chunking_options: { overlap_ratio: 1 } }, 'validation: chunking_options.overlap_ratio must be a number from 0 up to (not including) 1, or null'],
     [{ ...base, chunking_options: { overlap_tokens: -1 } }, 'validation: chunking_options.overlap_tokens must be an integer of at least 0 (tokens), or null'],
-    [{ ...base, chunking_options: { size: 8, overlap_tokens: 8 } }, 'validation: chunking_options.overlap_tokens 8 must be less than the chunk size 8, or each chunk would repeat the last'],
+    [{ ...base, chunking_options: { size: 8, overlap_tokens: 8 } }, 'validation: chunking_options.overlap_tokens must be an integer from 0 to 7 tokens (less than the chunk size 8, or each chunk would repeat the last), got 8'],
     [{ ...base, chunking_options: { width: 8 } }, 'validation: chunking_options has unknown field "width"; allowed fields are size, overlap_ratio, overlap_tokens'],
     [{ ...base, documents: [] }, 'validation: the request has unknown field "documents"; allowed fields are model, query, texts, top_n, is_iql, scoring_method, chunking_options'],
     [[base], 'validation: the request body must be a JSON object'],
