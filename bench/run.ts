@@ -102,8 +102,8 @@ for (const device of devices) {
     threads,
     device: device as 'cpu',
     gpuAdapter,
-    limits: { maxBatchSize: 64, maxBatchTokens: budget === 'auto' ? maxBatchTokens : budget, maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 },
-    autoBatch: { tokens: budget === 'auto', size: budget === 'auto' },
+    limits: { maxBatchSize: 64, maxBatchTokens, maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 },
+    batch: { tokens: budget, size: budget === 'auto' ? 'auto' : 64 },
   });
   const t1 = performance.now();
   // First-batch latency: one short text right after load (WebGPU compiles its pipelines here).

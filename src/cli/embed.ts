@@ -208,7 +208,7 @@ async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | nu
     };
   }
   // On WebGPU the batch budget is measured at load (a GPU batches far more than the CPU's 512 tokens).
-  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), autoBatch: { tokens: true, size: true } });
+  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' } });
   if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
   if (dimensions !== null && dimensions > embedder.maxDimensions) {
     await embedder.dispose();

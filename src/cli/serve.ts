@@ -7,6 +7,7 @@ import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
+import { CPU_AUTO_BATCH_SIZE, CPU_AUTO_BATCH_TOKENS } from '../node/runtime/batch-plan.ts';
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
 import { messageOf } from '../util/message-of.ts';
@@ -14,14 +15,6 @@ import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-opti
 import { describeOptions, parseOptions } from './options.ts';
 import { DEV_KEY_FILE, openKeyStore, openUsageStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
 import { createMeter } from '../usage/meter.ts';
-
-/**
- * --max-batch-tokens auto on the CPU (WebGPU measures its own at start-up). Measured with
- * `npm run bench:cpu` on the bundled hybrid, 2 cores, quiet: at ~128 tokens 11.8 CPU-ms a text
- * (efficiency 0.97 of raw onnxruntime) against 13.2 (0.85) with 512; ~16 and ~512 tokens within
- * noise of 512. The cost: a short query can wait behind a bigger batch (~4 × 512 tokens).
- */
-export const CPU_AUTO_BATCH_TOKENS = 2048;
 
 export const SERVE_OPTIONS = {
   port: { env: ['LEXEMBED_PORT', 'PORT'], default: '8080', help: 'TCP port to listen on' },
@@ -42,7 +35,7 @@ export const SERVE_OPTIONS = {
     default: 'auto',
     help: `most padded tokens per model call, or auto: ${CPU_AUTO_BATCH_TOKENS} on cpu (docs/gpu.md says why); on webgpu measured at start-up (the largest of 1024…32768 whose batch runs within 250 ms and still adds ≥ 10 % texts/s)`,
   },
-  'max-batch-size': { env: 'LEXEMBED_MAX_BATCH_SIZE', default: 'auto', help: 'most texts per model call, or auto: 64; on webgpu with a measured budget, that budget / 128 if more' },
+  'max-batch-size': { env: 'LEXEMBED_MAX_BATCH_SIZE', default: 'auto', help: `most texts per model call, or auto: ${CPU_AUTO_BATCH_SIZE}; on webgpu with a measured budget, that budget / 128 if more` },
   'max-queue-tokens': { env: 'LEXEMBED_MAX_QUEUE_TOKENS', default: '262144', help: 'tokens waiting before new requests get 503 + Retry-After' },
   ...DEVICE_OPTIONS,
   inference: { env: 'LEXEMBED_INFERENCE', default: 'worker', help: 'where the model runs: worker (a worker thread; keeps HTTP responsive) or main' },
@@ -135,13 +128,8 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     threadSpinning: config['thread-spinning'] === 'on',
     inference: config.inference,
     ...deviceOptions(config),
-    limits: {
-      ...DEFAULT_SCHEDULER_LIMITS,
-      maxBatchTokens: config['max-batch-tokens'] === 'auto' ? CPU_AUTO_BATCH_TOKENS : config['max-batch-tokens'],
-      maxBatchSize: config['max-batch-size'] === 'auto' ? DEFAULT_SCHEDULER_LIMITS.maxBatchSize : config['max-batch-size'],
-      maxQueueTokens: config['max-queue-tokens'],
-    },
-    autoBatch: { tokens: config['max-batch-tokens'] === 'auto', size: config['max-batch-size'] === 'auto' },
+    limits: { ...DEFAULT_SCHEDULER_LIMITS, maxQueueTokens: config['max-queue-tokens'] },
+    batch: { tokens: config['max-batch-tokens'], size: config['max-batch-size'] },
     hooks: { onBatch: metrics.observeBatch, onQueueDepth: metrics.setQueueDepth },
   });
   embedder.catch(() => {});

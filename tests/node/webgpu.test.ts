@@ -56,7 +56,7 @@ it('the device reason says which WebGPU runtime runs the model; --gpu-adapter na
   for (const [options, says] of cases) {
     const embedder = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', ...options });
     expect(embedder.deviceReason, JSON.stringify(options)).toContain(`(${says})`);
-    expect(embedder.deviceReason, 'no autoBatch: limits as given, nothing measured').not.toContain('max batch tokens');
+    expect(embedder.deviceReason, 'no batch settings: limits as given, nothing measured').not.toContain('max batch tokens');
     expect(embedder.deviceReason?.includes('mean pooling on the GPU'), 'pooled on the GPU on the native runtime only').toBe(says.startsWith('onnxruntime-node'));
     await embedder.dispose();
   }

@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
-import { measureBatchBudget, PROBE_TOKENS } from '../../backend/batch-budget.ts';
 import { createTransformersBackend } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend } from './worker-backend.ts';
+import { planBatchLimits, type BatchSettings } from './batch-plan.ts';
 import type { Embedder } from '../../embedder/types.ts';
 import { decideGpuDtype, FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
 import { messageOf } from '../../util/message-of.ts';
@@ -21,7 +21,7 @@ export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..
  * @lexembed/legal-2-embedder, a package of its own so the library does not carry 53 MB).
  */
 export const MODELS_DIR = process.env.LEXEMBED_MODELS_DIR || join(PROJECT_ROOT, 'models');
-/** The model `npm start` serves when no --model is given (hybrid: transformer + static, 640 dimensions). */
+/** The model `npm start` serves when no --model is given (hybrid: transformer + static + lexical, 1024 dimensions). */
 export const BUNDLED_MODEL_DIR = join(MODELS_DIR, 'legal-2-embedder');
 /** The static model (384 dimensions, ~40x faster, weaker): for the edge's 128 MB isolates and for speed. */
 export const STATIC_MODEL_DIR = join(MODELS_DIR, 'legal-2-embedder-static');
@@ -37,11 +37,10 @@ export interface LoadModelOptions {
   readonly hooks?: EmbedderHooks;
   readonly limits?: SchedulerLimits;
   /**
-   * Which of limits.maxBatchTokens / maxBatchSize were left to auto (--max-batch-tokens auto):
-   * measured on the GPU at start-up when the model runs on WebGPU (src/backend/batch-budget.ts);
-   * elsewhere `limits` stand as given (the defaults are the CPU's).
+   * --max-batch-tokens / --max-batch-size: numbers, or auto (batch-plan.ts decides: fixed on the
+   * CPU, measured on WebGPU at start-up). Absent: `limits` stand as given.
    */
-  readonly autoBatch?: { readonly tokens: boolean; readonly size: boolean };
+  readonly batch?: BatchSettings;
   /**
    * Where the model runs: `worker` (default; a worker thread, so the event loop stays free while
    * a batch runs) or `main` (the calling thread; blocks it during each batch).
@@ -97,25 +96,14 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   let backend = await (options.inference === 'main'
     ? createTransformersBackend(backendOptions)
     : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter, webgpuRuntime: options.webgpuRuntime, gpuDtype: options.gpuDtype }));
-  let limits = options.limits ?? DEFAULT_SCHEDULER_LIMITS;
-  const auto = options.autoBatch;
-  if ((auto?.tokens || auto?.size) && backend.device === 'webgpu') {
-    try {
-      const choice = await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode));
-      limits = { ...limits, ...(auto.tokens ? { maxBatchTokens: choice.maxBatchTokens } : {}), ...(auto.size ? { maxBatchSize: choice.maxBatchSize } : {}) };
-      backend = { ...backend, deviceReason: `${backend.deviceReason}; ${choice.reason}, max batch size ${limits.maxBatchSize}` };
-    } catch (error) {
-      await backend.dispose();
-      throw error;
-    }
+  try {
+    const plan = await planBatchLimits(options.batch ?? {}, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
+    if (plan.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${plan.reason}` };
+    return createEmbedder(settings, backend, plan.limits, options.hooks);
+  } catch (error) {
+    await backend.dispose();
+    throw error;
   }
-  return createEmbedder(settings, backend, limits, options.hooks);
-}
-
-/** A legal text's first PROBE_TOKENS token ids: what the batch-budget probes run. */
-function probeSequence(encode: (text: string) => number[]): number[] {
-  const clause = 'The Lessee shall indemnify and hold harmless the Lessor from every claim arising out of the use of the Premises, save for the Lessor\'s own negligence. ';
-  return encode(clause.repeat(8)).slice(0, PROBE_TOKENS);
 }
 
 /** A JSON file's value, or an error that names the file and says what is wrong with it. */
