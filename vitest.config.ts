@@ -11,7 +11,6 @@ const UNIT = [
   'tests/auth/decide.test.ts',
   'tests/auth/key-format.test.ts',
   'tests/http/**/*.test.ts',
-  'tests/proxy/proxy-app.test.ts',
   'tests/embedder/**/*.test.ts',
   'tests/backend/**/*.test.ts',
   'tests/client/**/*.test.ts',

@@ -1,8 +1,8 @@
 // Batch limits are decided in one place (src/node/runtime/batch-plan.ts) for serve, embed and the
 // benchmarks. WebGPU's measured auto runs for real in webgpu.test.ts; here the rules around it.
 import { describe, expect, it } from 'vitest';
-import { CPU_AUTO_BATCH_SIZE, CPU_AUTO_BATCH_TOKENS, planBatchLimits } from '../../src/node/runtime/batch-plan.ts';
-import { DEFAULT_SCHEDULER_LIMITS } from '../../src/embedder/scheduler.ts';
+import { CPU_AUTO_BATCH_SIZE, CPU_AUTO_BATCH_TOKENS, planBatchLimits } from '../../../src/node/runtime/batch-plan.ts';
+import { DEFAULT_SCHEDULER_LIMITS } from '../../../src/embedder/scheduler.ts';
 
 const cpu = {
   device: 'cpu',

@@ -6,11 +6,11 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { EmbedInput } from '../../src/embedder/types.ts';
-import { POOLING_GRAPHS } from '../../src/node/runtime/device-pooling.ts';
-import { loadModelFolder, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { pythonWithOnnx } from '../support/python.ts';
-import { expectSameVectors } from './gpu-fixtures.ts';
+import type { EmbedInput } from '../../../src/embedder/types.ts';
+import { POOLING_GRAPHS } from '../../../src/node/runtime/device-pooling.ts';
+import { loadModelFolder, TEST_MODEL_DIR } from '../../../src/node/runtime/load-model.ts';
+import { pythonWithOnnx } from '../../support/python.ts';
+import { expectSameVectors } from '../gpu-fixtures.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'lexembed-pooling-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));

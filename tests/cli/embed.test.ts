@@ -196,7 +196,7 @@ describe('lexembed embed', () => {
     expect(task.stderr).toContain('task none (default) there, "retrieval/query" now');
     const weights = await embed(input, output, '--dimensions', '64');
     expect(weights.code).toBe(2);
-    expect(weights.stderr).toMatch(/model id "legal-2-embedder-static-v3" there, "legal-2-embedder-hybrid-v\d+" now; model fingerprint \(the weights\) "sha256:\w+" there, "sha256:\w+" now/);
+    expect(weights.stderr).toMatch(/model id "legal-2-embedder-static-v3" there, "legal-2-embedder-hybrid-v[\w.-]+" now; model fingerprint \(the weights\) "sha256:\w+" there, "sha256:\w+" now/);
     expect(readOut(output)).toHaveLength(2);
     // An output with rows but no settings file cannot be checked.
     rmSync(`${output}.meta.json`);
