@@ -9,8 +9,9 @@ HTTP; the model runs here as lexembed serves it (static table in numpy, anything
 onnxruntime), without a server. Vectors are cached under model/work/dev-cache by the model file's
 hash, so re-scoring a folder (e.g. --mix) costs seconds.
 
---mix (a hybrid folder): also scores the transformer half and the static half alone and the
-  weighted mixes w·cos_transformer + (1 − w)·cos_static, to choose export_hybrid.py's --weight.
+--mix (a hybrid folder): also scores each part alone and weighted mixes of the parts' cosines
+  (transformer/static, and lexical after model/add_lexical.py), to choose export_hybrid.py's
+  --weight and add_lexical.py's --weights.
 --fuse: also reciprocal-rank fusion with BM25 (what a hybrid keyword + vector search gives).
 
 Never train on this set: one task (oyez-scotus) is licensed for evaluation only.
@@ -77,14 +78,24 @@ def cached_vectors(folder, key, name, kind, texts, embed_fn, use_cache=True):
     return vectors
 
 
-def halves(folder, vectors):
-    """A hybrid's [sqrt(w)·t/|t|, sqrt(1−w)·s/|s|] split back into its unit halves."""
+def parts(folder, vectors):
+    """A hybrid's [sqrt(wt)·t/|t|, sqrt(ws)·s/|s|(, sqrt(wl)·l/|l|)] split back into its unit parts
+    (transformer, static and, after model/add_lexical.py, lexical)."""
     with open(os.path.join(folder, "training.json")) as f:
-        training = json.load(f)
-    split = training["hybrid"].get("transformer_dims") or training["transformer_runs"][-1]["recipe"]["hidden"]
-    t, s = vectors[:, :split], vectors[:, split:]
+        hybrid = json.load(f)["hybrid"]
+    split = hybrid.get("transformer_dims") or 256
+    lexical = hybrid.get("lexical", {}).get("buckets", 0)
+    end = vectors.shape[1] - lexical
     unit = lambda m: m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
-    return unit(t), unit(s)
+    return [unit(m) for m in (vectors[:, :split], vectors[:, split:end], vectors[:, end:]) if m.shape[1]]
+
+
+def mix_weights(count):
+    """The shares scored by --mix: transformer/static (two parts), or transformer/static/lexical."""
+    if count == 2:
+        return [(w, 1 - w) for w in MIX_WEIGHTS]
+    grid = [(wt, 1 - wt - wl, wl) for wt in (0.15, 0.2, 0.25, 0.3) for wl in (0.25, 0.3, 0.35, 0.4, 0.45)]
+    return [(1, 0, 0), (0, 1, 0), (0, 0, 1)] + grid
 
 
 def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, fuse=False, max_queries=0,
@@ -105,12 +116,12 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
         row = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25_figures(scorer, name, corpus, queries, qrels, max_queries),
                "model": score(scorer, dense_ranking(scorer, q, d, ids), queries, qrels), "seconds": round(time.time() - t0, 1)}
         if mix:
-            (qt, qs), (dt, ds) = halves(model, q), halves(model, d)
+            qp, dp = parts(model, q), parts(model, d)
             row["mix"] = {}
-            for w in MIX_WEIGHTS:
-                qm = np.concatenate([np.sqrt(w) * qt, np.sqrt(1 - w) * qs], axis=1)
-                dm = np.concatenate([np.sqrt(w) * dt, np.sqrt(1 - w) * ds], axis=1)
-                row["mix"][f"{w:.1f}"] = score(scorer, dense_ranking(scorer, qm, dm, ids), queries, qrels)
+            for ws in mix_weights(len(qp)):
+                qm = np.concatenate([np.sqrt(w) * x for w, x in zip(ws, qp)], axis=1)
+                dm = np.concatenate([np.sqrt(w) * x for w, x in zip(ws, dp)], axis=1)
+                row["mix"]["/".join(f"{w:.2f}" for w in ws)] = score(scorer, dense_ranking(scorer, qm, dm, ids), queries, qrels)
         if fuse:
             ranked = [[ids[i] for i in r] for r in scorer.run_fusion(corpus, queries, q, d)]
             row["fused_with_bm25"] = score(scorer, ranked, queries, qrels)
@@ -128,7 +139,7 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
         f"(×{results['mean']['relative']:.2f}; worst task ×{results['mean']['worst_task_relative']:.2f})")
     if mix:
         results["mean"]["mix"] = {w: float(np.mean([results[t]["mix"][w]["ndcg@10"] for t in tasks])) for w in results[tasks[0]]["mix"]}
-        log("mix w·transformer + (1−w)·static, mean nDCG@10: " + "  ".join(
+        log("mix shares transformer/static(/lexical), mean nDCG@10: " + "  ".join(
             f"{w}: {v:.3f}" + "".join(f" [{t[:4]} {results[t]['mix'][w]['ndcg@10']:.3f}]" for t in tasks)
             for w, v in results["mean"]["mix"].items()))
     if fuse:
@@ -160,7 +171,7 @@ def main():
     p.add_argument("--dev", default=DEFAULT_DEV, help="the dev set folder (default: ../shared/data/legal-eval-dev)")
     p.add_argument("--scorer", default=DEFAULT_SCORER, help="the shared evaluate-retrieval.py")
     p.add_argument("--json", help="write the results here too")
-    p.add_argument("--mix", action="store_true", help="hybrid: score each half and weighted mixes")
+    p.add_argument("--mix", action="store_true", help="hybrid: score each part alone and weighted mixes")
     p.add_argument("--fuse", action="store_true", help="also reciprocal-rank fusion with BM25")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries per task (0: all)")
     p.add_argument("--no-cache", action="store_true", help="embed again even if vectors are cached")

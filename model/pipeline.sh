@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU steps of model/README.md's pipeline, in order, into model/work/ (nothing under models/
 # changes unless --ship is given):
-#   1 static model   2 hard negatives   4b hybrid = shipped transformer + new static half
+#   1 static model (1b: with its lexical part, what ships)   2 hard negatives
+#   4b hybrid = shipped transformer and lexical part + new static half
 #   5 evaluation of both (held-out documents, and the dev set of legal questions)   6 reranker fit (static)
 #
 #   bash model/pipeline.sh [--data ../shared/data/legal-pairs] [--dev ../shared/data/legal-eval-dev]
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --python) PY=$2; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
     --ship) SHIP=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "model/pipeline.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,6 +50,12 @@ echo "== 1. static model -> $WORK/static"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static" --json "$WORK/static/evaluation.json" "${EVAL[@]}"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static" --json "$WORK/static/evaluation-dev.json" "${DEVEVAL[@]}"
 
+echo "== 1b. the static model with its lexical part (model/add_lexical.py) -> $WORK/static-lexical"
+rm -rf "$WORK/static-lexical" && cp -r "$WORK/static" "$WORK/static-lexical"
+"$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA"
+"$PY" model/evaluate.py --data "$DATA" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation.json" "${EVAL[@]}"
+"$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation-dev.json" "${DEVEVAL[@]}"
+
 if [ "$SMOKE" = 0 ]; then
   echo "== 2. hard negatives -> $WORK/negatives.npz (for the GPU step 3)"
   "$PY" model/mine_negatives.py --data "$DATA" --model "$WORK/static" --out "$WORK/negatives.npz"
@@ -65,13 +72,13 @@ echo "== 5. evaluation of the hybrid (held-out split, BM25 beside)"
 
 if [ "$SHIP" = 1 ]; then
   echo "== ship: models/legal-2-embedder-static and models/legal-2-embedder, then 6. reranker fit"
-  rm -rf models/legal-2-embedder-static && cp -r "$WORK/static" models/legal-2-embedder-static
+  rm -rf models/legal-2-embedder-static && cp -r "$WORK/static-lexical" models/legal-2-embedder-static
   rm -rf models/legal-2-embedder && cp -r "$WORK/hybrid" models/legal-2-embedder
   cp "$WORK/hybrid-parity.json" tests/fixtures/legal-model-parity.json
   npm run bench:rerank -- --model models/legal-2-embedder-static --write
   npm run bench:rerank -- --model models/legal-2-embedder --write --fit-only
 elif [ "$SMOKE" = 0 ]; then
   echo "== 6. reranker fit (not written: --ship writes it)"
-  npm run bench:rerank -- --model "$WORK/static" --fit-only
+  npm run bench:rerank -- --model "$WORK/static-lexical" --fit-only
 fi
 echo "done: compare $WORK/*/evaluation-dev.json (the dev set decides) and $WORK/*/evaluation.json with the shipped models' before --ship"

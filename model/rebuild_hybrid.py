@@ -1,5 +1,6 @@
 """Rebuilds the hybrid legal-2-embedder on a new static model without the transformer's checkpoint:
-the hybrid folder's ONNX graph keeps its transformer and its weighting, and its static token table
+the hybrid folder's ONNX graph keeps its transformer, its lexical part (model/add_lexical.py) if it
+has one, and its weighting, and its static token table
 (int8 rows + scales, `static.weight_*`) is replaced by the new static model's. Both must share the
 tokenizer. The served vector stays
 
@@ -44,9 +45,11 @@ def replace_static_table(graph_model, table_int8, row_scale):
             dims[2].dim_param = "hidden"
 
 
-def hybrid_weight(hybrid_dir):
+def static_share(hybrid_dir):
+    """The static part's share of the score: 1 − w, or after model/add_lexical.py its own share."""
     with open(os.path.join(hybrid_dir, "training.json")) as f:
-        return json.load(f)["hybrid"]["weight"]
+        hybrid = json.load(f)["hybrid"]
+    return hybrid["weights"]["static"] if "lexical" in hybrid else 1.0 - hybrid["weight"]
 
 
 def main():
@@ -66,6 +69,9 @@ def main():
     graph_model = onnx.load(graph_path)
     init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(args.static, "onnx", "model.onnx")).graph.initializer}
     old_width = next(i for i in graph_model.graph.initializer if i.name == STATIC + "_int8").dims[1]
+    if "lexical.part_scale" in {i.name for i in graph_model.graph.initializer} and init["table_int8"].shape[1] != old_width:
+        raise SystemExit(f"{args.hybrid} has a lexical part scaled for a {old_width}-wide static part; {args.static} is "
+                         f"{init['table_int8'].shape[1]} wide: rebuild from a hybrid without one, then run model/add_lexical.py")
     replace_static_table(graph_model, init["table_int8"], init["row_scale"])
     onnx.checker.check_model(graph_model)
     onnx.save(graph_model, graph_path)
@@ -73,8 +79,7 @@ def main():
     width = table.shape[1]
     with open(os.path.join(args.hybrid, "config.json")) as f:
         config = json.load(f)
-    transformer_width = config["hidden_size"] - old_width
-    config["hidden_size"] = transformer_width + width
+    config["hidden_size"] += width - old_width
     with open(os.path.join(args.hybrid, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     with open(os.path.join(args.hybrid, "lexembed.json")) as f:
@@ -95,12 +100,14 @@ def main():
           f"({os.path.getsize(graph_path) / 1e6:.1f} MB ONNX)")
 
     if args.parity:
-        scale = math.sqrt(1.0 - hybrid_weight(args.hybrid))
+        scale = math.sqrt(static_share(args.hybrid))
         with open(args.parity, encoding="utf-8") as f:
             fixture = json.load(f)
+        # With a lexical part the static part's tail is its own field; without, the vector's tail.
+        field = "static_tail" if "layout" in fixture else "vector_tail"
         vectors = embed(table, static_tok, [c["text"] for c in fixture["cases"]], max_tokens)
         for case, v in zip(fixture["cases"], vectors):
-            case["vector_tail"] = [round(float(x) * scale, 6) for x in v[-8:]]
+            case[field] = [round(float(x) * scale, 6) for x in v[-8:]]
         write_fixture(args.parity, fixture)
         print(f"wrote {args.parity}: static tails of {len(vectors)} cases")
 
