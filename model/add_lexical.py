@@ -129,11 +129,7 @@ def add_to_graph(graph_model, bucket, weight, rotate, part_scale, lexical_scale,
             n("Cast", ["attention_mask"], ["lexical.dense_mask"], to=TensorProto.FLOAT),
             n("Unsqueeze", ["lexical.dense_mask", "lexical.axis_one"], ["lexical.dense_mask3"]),
             n("MatMul", ["lexical.dense_mask3", "dense_hidden"], ["lexical.dense_sum"]),
-            n("Mul", ["lexical.dense_sum", "lexical.dense_sum"], ["lexical.dense_squares"]),
-            n("ReduceSum", ["lexical.dense_squares", "lexical.axis_last"], ["lexical.dense_norm2"], keepdims=1),
-            n("Sqrt", ["lexical.dense_norm2"], ["lexical.dense_norm_raw"]),
-            n("Max", ["lexical.dense_norm_raw", "lexical.eps"], ["lexical.dense_norm"]),
-            n("Div", ["lexical.dense_sum", "lexical.dense_norm"], ["lexical.dense_unit"]),
+            *unit_nodes(n, "lexical.dense_sum", "lexical.dense_"),
             n("Mul", ["lexical.dense_unit", "lexical.part_scale"], ["lexical.dense_vector"]),
             n("Shape", ["dense_hidden"], ["lexical.dense_shape"]),
             n("Expand", ["lexical.dense_vector", "lexical.dense_shape"], ["lexical.dense"]),
@@ -151,11 +147,7 @@ def add_to_graph(graph_model, bucket, weight, rotate, part_scale, lexical_scale,
         n("Unsqueeze", ["lexical.token_weight", "lexical.axis_one"], ["lexical.token_weight3"]),
         n("MatMul", ["lexical.token_weight3", "lexical.onehot"], ["lexical.sums"]),
         n("Sqrt", ["lexical.sums"], ["lexical.root"]),
-        n("Mul", ["lexical.root", "lexical.root"], ["lexical.squares"]),
-        n("ReduceSum", ["lexical.squares", "lexical.axis_last"], ["lexical.norm2"], keepdims=1),
-        n("Sqrt", ["lexical.norm2"], ["lexical.norm_raw"]),
-        n("Max", ["lexical.norm_raw", "lexical.eps"], ["lexical.norm"]),
-        n("Div", ["lexical.root", "lexical.norm"], ["lexical.unit"]),
+        *unit_nodes(n, "lexical.root", "lexical."),
         n("MatMul", ["lexical.unit", "lexical.rotation"], ["lexical.rotated"]),
         n("Mul", ["lexical.rotated", "lexical.scale"], ["lexical.vector"]),
         n("Shape", ["input_ids"], ["lexical.ids_shape"]),
@@ -169,6 +161,18 @@ def add_to_graph(graph_model, bucket, weight, rotate, part_scale, lexical_scale,
         if len(dims) == 3:
             dims[2].Clear()
             dims[2].dim_param = "hidden"
+
+
+def unit_nodes(n, x, prefix):
+    """x / max(|x|, eps) over the last axis, as nodes whose outputs are named prefix + squares,
+    norm2, norm_raw, norm and unit."""
+    return [
+        n("Mul", [x, x], [prefix + "squares"]),
+        n("ReduceSum", [prefix + "squares", "lexical.axis_last"], [prefix + "norm2"], keepdims=1),
+        n("Sqrt", [prefix + "norm2"], [prefix + "norm_raw"]),
+        n("Max", [prefix + "norm_raw", "lexical.eps"], [prefix + "norm"]),
+        n("Div", [x, prefix + "norm"], [prefix + "unit"]),
+    ]
 
 
 def parse_weights(text):
