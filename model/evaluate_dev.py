@@ -99,7 +99,7 @@ def mix_weights(count):
 
 
 def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, fuse=False, max_queries=0,
-                 use_cache=True, log=print):
+                 use_cache=True, log=print, query_prompt=""):
     scorer = load_scorer(scorer_path)
     embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model)
     key = model_key(model)
@@ -112,7 +112,8 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
         ids = [d["id"] for d in corpus]
         t0 = time.time()
         d = cached_vectors(model, key, name, "corpus", [x["text"] for x in corpus], embed_fn, use_cache)
-        q = cached_vectors(model, key, name, f"queries{max_queries or ''}", [x["text"] for x in queries], embed_fn, use_cache)
+        kind = f"queries{max_queries or ''}" + (f".prompt-{hashlib.sha1(query_prompt.encode()).hexdigest()[:8]}" if query_prompt else "")
+        q = cached_vectors(model, key, name, kind, [query_prompt + x["text"] for x in queries], embed_fn, use_cache)
         row = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25_figures(scorer, name, corpus, queries, qrels, max_queries),
                "model": score(scorer, dense_ranking(scorer, q, d, ids), queries, qrels), "seconds": round(time.time() - t0, 1)}
         if mix:
@@ -174,11 +175,13 @@ def main():
     p.add_argument("--mix", action="store_true", help="hybrid: score each part alone and weighted mixes")
     p.add_argument("--fuse", action="store_true", help="also reciprocal-rank fusion with BM25")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries per task (0: all)")
+    p.add_argument("--query-prompt", default="", help="text put before every query, as a retrieval/query prompt in lexembed.json would be (documents get none)")
     p.add_argument("--no-cache", action="store_true", help="embed again even if vectors are cached")
     args = p.parse_args()
     if not os.path.isdir(args.dev):
         raise SystemExit(f"evaluate_dev.py: no dev set at {args.dev}; pass --dev <legal-eval-dev folder>")
-    results = evaluate_dev(args.model, args.dev, args.scorer, args.mix, args.fuse, args.max_queries, not args.no_cache)
+    results = evaluate_dev(args.model, args.dev, args.scorer, args.mix, args.fuse, args.max_queries, not args.no_cache,
+                           query_prompt=args.query_prompt)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
