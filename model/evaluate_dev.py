@@ -82,8 +82,9 @@ def parts(folder, vectors):
     """A hybrid's [sqrt(wt)·t/|t|, sqrt(ws)·s/|s|(, sqrt(wl)·l/|l|)] split back into its unit parts
     (transformer, static and, after model/add_lexical.py, lexical)."""
     with open(os.path.join(folder, "training.json")) as f:
-        hybrid = json.load(f)["hybrid"]
-    split = hybrid.get("transformer_dims") or 256
+        training = json.load(f)
+    hybrid = training["hybrid"]
+    split = hybrid.get("transformer_dims") or training["transformer_runs"][-1]["recipe"]["hidden"]
     lexical = hybrid.get("lexical", {}).get("buckets", 0)
     end = vectors.shape[1] - lexical
     unit = lambda m: m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)

@@ -207,7 +207,7 @@ async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | nu
       dispose: async () => {},
     };
   }
-  // On WebGPU the batch budget is measured at load (a GPU batches far more than the CPU's 512 tokens).
+  // Batch limits on auto, as serve's (batch-plan.ts): fixed on the CPU, measured at load on WebGPU.
   const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' } });
   if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
   if (dimensions !== null && dimensions > embedder.maxDimensions) {

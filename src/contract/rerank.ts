@@ -40,7 +40,6 @@ export interface RerankCapabilities {
   readonly maxQueryTokens: number;
 }
 
-
 const ChunkingOptionsSchema = z.strictObject(
   {
     size: integerAtLeast(1, 'must be an integer of at least 1 (tokens), or null').nullable().default(null)

@@ -3,7 +3,7 @@
 // WebGPU, made once the backend has started, so the reason can say what was chosen and why.
 import { measureBatchBudget, PROBE_TOKENS } from '../../backend/batch-budget.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
-import type { SchedulerLimits } from '../../embedder/scheduler.ts';
+import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 
 /** A batch limit as configured: a positive integer, or auto. */
 export type BatchSetting = number | 'auto';
@@ -22,8 +22,8 @@ export interface BatchSettings {
  * noise of 512. The cost: a short query can wait behind a bigger batch (~4 × 512 tokens).
  */
 export const CPU_AUTO_BATCH_TOKENS = 2048;
-/** --max-batch-size auto on the CPU. */
-export const CPU_AUTO_BATCH_SIZE = 64;
+/** --max-batch-size auto on the CPU: the scheduler's default. */
+export const CPU_AUTO_BATCH_SIZE = DEFAULT_SCHEDULER_LIMITS.maxBatchSize;
 
 export interface BatchPlan {
   readonly limits: SchedulerLimits;
@@ -43,15 +43,10 @@ export async function planBatchLimits(settings: BatchSettings, base: SchedulerLi
     ...(typeof size === 'number' ? { maxBatchSize: size } : {}),
   };
   if (tokens !== 'auto' && size !== 'auto') return { limits: fixed, reason: null };
-  if (backend.device !== 'webgpu') {
-    return {
-      limits: { ...fixed, ...(tokens === 'auto' ? { maxBatchTokens: CPU_AUTO_BATCH_TOKENS } : {}), ...(size === 'auto' ? { maxBatchSize: CPU_AUTO_BATCH_SIZE } : {}) },
-      reason: null,
-    };
-  }
-  const choice = await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode));
-  const limits = { ...fixed, ...(tokens === 'auto' ? { maxBatchTokens: choice.maxBatchTokens } : {}), ...(size === 'auto' ? { maxBatchSize: choice.maxBatchSize } : {}) };
-  return { limits, reason: `${choice.reason}, max batch size ${limits.maxBatchSize}` };
+  const measured = backend.device === 'webgpu' ? await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode)) : null;
+  const auto = measured ?? { maxBatchTokens: CPU_AUTO_BATCH_TOKENS, maxBatchSize: CPU_AUTO_BATCH_SIZE };
+  const limits = { ...fixed, ...(tokens === 'auto' ? { maxBatchTokens: auto.maxBatchTokens } : {}), ...(size === 'auto' ? { maxBatchSize: auto.maxBatchSize } : {}) };
+  return { limits, reason: measured ? `${measured.reason}, max batch size ${limits.maxBatchSize}` : null };
 }
 
 /** A legal text's first PROBE_TOKENS token ids: what the batch-budget probes run. */
