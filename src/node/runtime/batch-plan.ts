@@ -1,6 +1,7 @@
-// The batch limits of a loaded model, decided in one place for every caller (serve, embed, the
-// benchmarks): a number given stands; "auto" is a fixed figure on the CPU and a measurement on
-// WebGPU, made once the backend has started, so the reason can say what was chosen and why.
+// The batch limits of a loaded model, for every caller (serve, embed, the benchmarks): a number
+// given stands; "auto" is a fixed figure on the CPU and a measurement on WebGPU. Which of the two
+// is part of the inference plan (inference-plan.ts: `batchRule`, resolved once with the device);
+// the measurement runs here once the backend has started, so the reason can say what was chosen.
 import { measureBatchBudget, PROBE_TOKENS } from '../../backend/batch-budget.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
@@ -15,6 +16,12 @@ export interface BatchSettings {
   readonly size?: BatchSetting;
 }
 
+/** Each batch limit as the plan resolved it: a number, `measure` (auto on WebGPU), or absent (the base limits'). */
+export interface BatchRule {
+  readonly tokens?: number | 'measure';
+  readonly size?: number | 'measure';
+}
+
 /**
  * --max-batch-tokens auto on the CPU (WebGPU measures its own at start-up). Measured with
  * `npm run bench:cpu` on the bundled hybrid, 2 cores, quiet: at ~128 tokens 11.8 CPU-ms a text
@@ -25,28 +32,31 @@ export const CPU_AUTO_BATCH_TOKENS = 2048;
 /** --max-batch-size auto on the CPU: the scheduler's default. */
 export const CPU_AUTO_BATCH_SIZE = DEFAULT_SCHEDULER_LIMITS.maxBatchSize;
 
+/** The settings resolved for a device: numbers stand; auto is the CPU's figure, or measured on WebGPU. */
+export function batchRule(settings: BatchSettings, device: string): BatchRule {
+  const resolve = (setting: BatchSetting | undefined, cpu: number) => (setting === 'auto' ? (device === 'webgpu' ? 'measure' : cpu) : setting);
+  const tokens = resolve(settings.tokens, CPU_AUTO_BATCH_TOKENS);
+  const size = resolve(settings.size, CPU_AUTO_BATCH_SIZE);
+  return { ...(tokens !== undefined ? { tokens } : {}), ...(size !== undefined ? { size } : {}) };
+}
+
 export interface BatchPlan {
   readonly limits: SchedulerLimits;
-  /** What auto chose on WebGPU (appended to the device reason); null when nothing was measured. */
+  /** What was measured on WebGPU (appended to the device reason); null when nothing was measured. */
   readonly reason: string | null;
 }
 
-/**
- * `base` with the batch settings applied: numbers as given; auto on the CPU as the constants
- * above; auto on WebGPU measured by running probe batches on the backend (batch-budget.ts).
- */
-export async function planBatchLimits(settings: BatchSettings, base: SchedulerLimits, backend: Pick<EmbeddingBackend, 'device' | 'run' | 'encode'>): Promise<BatchPlan> {
-  const { tokens, size } = settings;
+/** `base` with the rule applied: numbers as given; `measure` by running probe batches on the backend (batch-budget.ts). */
+export async function applyBatchRule(rule: BatchRule, base: SchedulerLimits, backend: Pick<EmbeddingBackend, 'run' | 'encode'>): Promise<BatchPlan> {
   const fixed: SchedulerLimits = {
     ...base,
-    ...(typeof tokens === 'number' ? { maxBatchTokens: tokens } : {}),
-    ...(typeof size === 'number' ? { maxBatchSize: size } : {}),
+    ...(typeof rule.tokens === 'number' ? { maxBatchTokens: rule.tokens } : {}),
+    ...(typeof rule.size === 'number' ? { maxBatchSize: rule.size } : {}),
   };
-  if (tokens !== 'auto' && size !== 'auto') return { limits: fixed, reason: null };
-  const measured = backend.device === 'webgpu' ? await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode)) : null;
-  const auto = measured ?? { maxBatchTokens: CPU_AUTO_BATCH_TOKENS, maxBatchSize: CPU_AUTO_BATCH_SIZE };
-  const limits = { ...fixed, ...(tokens === 'auto' ? { maxBatchTokens: auto.maxBatchTokens } : {}), ...(size === 'auto' ? { maxBatchSize: auto.maxBatchSize } : {}) };
-  return { limits, reason: measured ? `${measured.reason}, max batch size ${limits.maxBatchSize}` : null };
+  if (rule.tokens !== 'measure' && rule.size !== 'measure') return { limits: fixed, reason: null };
+  const measured = await measureBatchBudget((batch) => backend.run(batch), probeSequence(backend.encode));
+  const limits = { ...fixed, ...(rule.tokens === 'measure' ? { maxBatchTokens: measured.maxBatchTokens } : {}), ...(rule.size === 'measure' ? { maxBatchSize: measured.maxBatchSize } : {}) };
+  return { limits, reason: `${measured.reason}, max batch size ${limits.maxBatchSize}` };
 }
 
 /** A legal text's first PROBE_TOKENS token ids: what the batch-budget probes run. */

@@ -7,11 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
-import { createTransformersBackend } from '../../backend/transformers-backend.ts';
-import { createWorkerBackend } from './worker-backend.ts';
-import { planBatchLimits, type BatchSettings } from './batch-plan.ts';
+import { createTransformersBackend, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
+import { createWorkerBackend, type PlannedBackend } from './worker-backend.ts';
+import { applyBatchRule, type BatchSettings } from './batch-plan.ts';
+import { planInference, type InferenceRequest } from './inference-plan.ts';
 import type { Embedder } from '../../embedder/types.ts';
-import { decideGpuDtype, FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
+import { FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
 import { messageOf } from '../../util/message-of.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -37,8 +38,8 @@ export interface LoadModelOptions {
   readonly hooks?: EmbedderHooks;
   readonly limits?: SchedulerLimits;
   /**
-   * --max-batch-tokens / --max-batch-size: numbers, or auto (batch-plan.ts decides: fixed on the
-   * CPU, measured on WebGPU at start-up). Absent: `limits` stand as given.
+   * --max-batch-tokens / --max-batch-size: numbers, or auto (the inference plan resolves it: fixed
+   * on the CPU, measured on WebGPU at start-up; inference-plan.ts). Absent: `limits` stand as given.
    */
   readonly batch?: BatchSettings;
   /**
@@ -85,25 +86,37 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     intraOpNumThreads: options.threads ?? availableParallelism(),
     threadSpinning: options.threadSpinning ?? false,
   };
-  const device = options.device ?? 'cpu';
-  if (options.inference === 'main' && device === 'webgpu') {
-    throw new Error('--device webgpu runs the model in the inference worker thread; use --inference worker (the default) with it');
-  }
-  if (options.inference === 'main') {
-    // The main thread runs onnxruntime-node's CPU provider: fp16 is refused with the reason.
-    decideGpuDtype(options.gpuDtype ?? 'auto', { device: 'cpu', runtime: 'native', modelDtype: settings.dtype, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder });
-  }
-  let backend = await (options.inference === 'main'
-    ? createTransformersBackend(backendOptions)
-    : createWorkerBackend({ ...backendOptions, serverDevice: device, gpuAdapter: options.gpuAdapter, webgpuRuntime: options.webgpuRuntime, gpuDtype: options.gpuDtype }));
+  const request: InferenceRequest = {
+    device: options.device ?? 'cpu',
+    gpuAdapter: options.gpuAdapter,
+    webgpuRuntime: options.webgpuRuntime,
+    dtype: options.gpuDtype ?? 'auto',
+    poolInJs: process.env.LEXEMBED_GPU_POOLING === 'js',
+    batch: options.batch ?? {},
+  };
+  let backend = await (options.inference === 'main' ? createMainThreadBackend(backendOptions, request, folder) : createWorkerBackend({ ...backendOptions, request }));
   try {
-    const plan = await planBatchLimits(options.batch ?? {}, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
-    if (plan.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${plan.reason}` };
-    return createEmbedder(settings, backend, plan.limits, options.hooks);
+    const batch = await applyBatchRule(backend.plan.batch, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
+    if (batch.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` };
+    return createEmbedder(settings, backend, batch.limits, options.hooks);
   } catch (error) {
     await backend.dispose();
     throw error;
   }
+}
+
+/**
+ * The model on the calling thread (--inference main): onnxruntime-node's CPU provider, planned
+ * with no WebGPU facts, so a webgpu device or fp16 is refused with the reason.
+ */
+async function createMainThreadBackend(options: TransformersBackendOptions, request: InferenceRequest, folder: string): Promise<PlannedBackend> {
+  if (request.device === 'webgpu') {
+    throw new Error('--device webgpu runs the model in the inference worker thread; use --inference worker (the default) with it');
+  }
+  const { settings } = options;
+  const plan = planInference({ ...request, device: 'cpu' }, { gpu: null, model: { dtype: settings.dtype, pooling: settings.pooling, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder } });
+  const backend = await createTransformersBackend({ ...options, settings: { ...settings, dtype: plan.dtype as typeof settings.dtype } });
+  return { ...backend, plan };
 }
 
 /** A JSON file's value, or an error that names the file and says what is wrong with it. */

@@ -4,27 +4,20 @@ import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
-import type { GpuDtype, ServerDevice } from './webgpu/decide.ts';
+import type { InferencePlan, InferenceRequest } from './inference-plan.ts';
 import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';
 
 export interface InferenceWorkerData extends TransformersBackendOptions {
-  /** cpu (onnxruntime-node), webgpu (onnxruntime-web over Dawn) or auto; the worker decides. */
-  readonly serverDevice?: ServerDevice;
-  /** Substring of the WebGPU adapter's name to use (Dawn's adapter= flag). */
-  readonly gpuAdapter?: string;
-  /**
-   * How WebGPU runs the model: `native` (default: onnxruntime-node's own WebGPU provider, Dawn
-   * built in, on the default adapter) or `web` (onnxruntime-web's WASM build over the `webgpu`
-   * package's Dawn, on the adapter chosen; the path before onnxruntime-node 1.30).
-   */
-  readonly webgpuRuntime?: 'native' | 'web';
-  /** The model's precision on WebGPU (--dtype): auto, fp32 or fp16; see decideGpuDtype. */
-  readonly gpuDtype?: GpuDtype;
+  /** What was asked (device, adapter, runtime, dtype, batch settings): the worker plans with it (inference-plan.ts). */
+  readonly request: InferenceRequest;
   /** Token ids the worker runs once before it reports ready, on WebGPU only (set by createWorkerBackend). */
   readonly warmupIds?: readonly number[];
 }
 
-export async function createWorkerBackend(options: InferenceWorkerData): Promise<EmbeddingBackend> {
+/** A backend with the plan it was loaded by (the batch rule in it is applied by the caller: batch-plan.ts). */
+export type PlannedBackend = EmbeddingBackend & { readonly plan: InferencePlan };
+
+export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'>): Promise<PlannedBackend> {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.localModelPath = options.localModelPath;
@@ -72,9 +65,10 @@ export async function createWorkerBackend(options: InferenceWorkerData): Promise
   };
 
   return {
-    name: `transformers.js (${ready.device === 'webgpu' ? `webgpu on ${ready.adapter}` : ready.device}, worker thread)`,
-    device: ready.device,
+    name: `transformers.js (${ready.plan.device === 'webgpu' ? `webgpu on ${ready.plan.adapter?.name}` : ready.plan.device}, worker thread)`,
+    device: ready.plan.device,
     deviceReason: ready.reason,
+    plan: ready.plan,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),
