@@ -45,9 +45,8 @@ import time
 
 import numpy as np
 
-from legal_data import encode_capped, split_pairs
+from legal_data import SPECIAL_PIECES, UNUSED_PIECE, encode_capped, split_pairs
 
-SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 OUTPUT = "last_hidden_state"
 
 
@@ -65,11 +64,15 @@ def piece_weights(tok, data_dir, max_tokens, log=print):
             df[list(set(encode_capped(tok, t, max_tokens)))] += 1
     n = len(seen)
     idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-    for piece in SPECIAL:
+    for piece in SPECIAL_PIECES:
         if piece in tok.ids:
             idf[tok.ids[piece]] = 0.0
     log(f"idf over {n:,} unique training texts ({time.time() - started:.0f} s)")
+    # Learned prompt pieces ([unusedN], e.g. a query prefix) carry no words: no weight (their idf
+    # still orders the buckets, as it did when the shipped tables were written).
+    unused = [i for piece, i in tok.ids.items() if UNUSED_PIECE.fullmatch(piece)]
     weight = (idf ** 2 / (idf ** 2).max()).astype(np.float32)
+    weight[unused] = 0.0
     return weight, idf, n
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from legal_data import GENRES, WordPiece, encode_capped, sources_of, split_pairs
+from legal_data import GENRES, SPECIAL_PIECES, WordPiece, encode_capped, sources_of, split_pairs
 
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -56,11 +56,21 @@ def load_static_model(folder):
 
 def load_tokenizer(folder):
     with open(f"{folder}/tokenizer.json", encoding="utf-8") as f:
-        ids = json.load(f)["model"]["vocab"]
+        spec = json.load(f)
+    ids = spec["model"]["vocab"]
     vocab = [None] * len(ids)
     for piece, i in ids.items():
         vocab[i] = piece
-    return WordPiece(vocab)
+    added = [t["content"] for t in spec.get("added_tokens", []) if t["content"] not in SPECIAL_PIECES]
+    return WordPiece(vocab, added=added)
+
+
+def served_prompts(folder):
+    """The folder's retrieval prompts (lexembed.json "prompts"; "" where none), which the server
+    puts before the text of every request with that task."""
+    with open(os.path.join(folder, "lexembed.json"), encoding="utf-8") as f:
+        prompts = json.load(f).get("prompts") or {}
+    return {task: prompts.get(task) or "" for task in ("retrieval/query", "retrieval/document")}
 
 
 def is_static_folder(folder):
@@ -195,20 +205,25 @@ def bm25_source(rows):
     return score_rankings(queries, relevant, lambda qi, q: bm25(q))
 
 
-def model_source(rows, embed_fn, dims=None):
+def model_source(rows, embed_fn, dims=None, prompts=None):
+    """nDCG@10 and recall@100 of the model's ranking; `prompts` (served_prompts) go before the
+    queries and documents as the server puts them."""
     queries, corpus, relevant = build_source(rows)
-    doc_vecs = embed_fn(corpus, dims)
-    query_vecs = embed_fn(queries, dims)
+    query_prompt, document_prompt = (prompts or {}).get("retrieval/query", ""), (prompts or {}).get("retrieval/document", "")
+    doc_vecs = embed_fn([document_prompt + t for t in corpus] if document_prompt else corpus, dims)
+    query_vecs = embed_fn([query_prompt + q for q in queries] if query_prompt else queries, dims)
     model_scores = query_vecs @ doc_vecs.T
     return score_rankings(queries, relevant, lambda qi, q: model_scores[qi])
 
 
-def evaluate_source(rows, embed_fn, dims=None, bm25=None, dtypes=False):
+def evaluate_source(rows, embed_fn, dims=None, bm25=None, dtypes=False, prompts=None):
     queries, corpus, relevant = build_source(rows)
     out = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25 or bm25_source(rows)}
     if not dtypes:
-        return {**out, "model": model_source(rows, embed_fn, dims)}
-    doc_vecs, query_vecs = embed_fn(corpus, dims), embed_fn(queries, dims)
+        return {**out, "model": model_source(rows, embed_fn, dims, prompts)}
+    prompts = prompts or {}
+    doc_vecs = embed_fn([prompts.get("retrieval/document", "") + t for t in corpus], dims)
+    query_vecs = embed_fn([prompts.get("retrieval/query", "") + q for q in queries], dims)
     out["model"] = score_rankings(queries, relevant, lambda qi, q: query_vecs[qi] @ doc_vecs.T)
     out["dtypes"] = dtype_figures(queries, relevant, query_vecs, doc_vecs)
     return out
@@ -299,7 +314,8 @@ def evaluate_folder(data, model, json_path=None, bm25_from=None, dims=None, max_
         embed_fn = static_embed_fn(model, max_tokens)
     else:
         embed_fn = onnx_embed_fn(model, max_tokens, onnx_file)
-    results = {source: evaluate_source(by_source[source], embed_fn, dims, bm25.get(source), dtypes) for source in sorted(by_source)}
+    prompts = served_prompts(model)
+    results = {source: evaluate_source(by_source[source], embed_fn, dims, bm25.get(source), dtypes, prompts) for source in sorted(by_source)}
     print_report(results)
     if dtypes:
         sources = [s for s in results if "dtypes" in results[s]]

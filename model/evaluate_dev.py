@@ -28,7 +28,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from evaluate import is_static_folder, onnx_embed_fn, static_embed_fn  # noqa: E402
+from evaluate import is_static_folder, onnx_embed_fn, served_prompts, static_embed_fn  # noqa: E402
 
 DEFAULT_DEV = os.path.join(HERE, "..", "..", "shared", "data", "legal-eval-dev")
 DEFAULT_SCORER = os.path.join(HERE, "..", "..", "shared", "tools", "evaluate-retrieval.py")
@@ -100,8 +100,15 @@ def mix_weights(count):
 
 
 def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, fuse=False, max_queries=0,
-                 use_cache=True, log=print, query_prompt=""):
+                 use_cache=True, log=print, query_prompt=None):
+    """query_prompt None: the folder's own retrieval/query prompt (lexembed.json), as the server
+    puts it before every query the shared scorer sends; documents always get the folder's
+    retrieval/document prompt."""
     scorer = load_scorer(scorer_path)
+    prompts = served_prompts(model)
+    if query_prompt is None:
+        query_prompt = prompts["retrieval/query"]
+    document_prompt = prompts["retrieval/document"]
     embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model)
     key = model_key(model)
     results = {}
@@ -112,7 +119,7 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
             queries = queries[:max_queries]
         ids = [d["id"] for d in corpus]
         t0 = time.time()
-        d = cached_vectors(model, key, name, "corpus", [x["text"] for x in corpus], embed_fn, use_cache)
+        d = cached_vectors(model, key, name, "corpus", [document_prompt + x["text"] for x in corpus], embed_fn, use_cache)
         kind = f"queries{max_queries or ''}" + (f".prompt-{hashlib.sha1(query_prompt.encode()).hexdigest()[:8]}" if query_prompt else "")
         q = cached_vectors(model, key, name, kind, [query_prompt + x["text"] for x in queries], embed_fn, use_cache)
         row = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25_figures(scorer, name, corpus, queries, qrels, max_queries),
@@ -176,7 +183,8 @@ def main():
     p.add_argument("--mix", action="store_true", help="hybrid: score each part alone and weighted mixes")
     p.add_argument("--fuse", action="store_true", help="also reciprocal-rank fusion with BM25")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries per task (0: all)")
-    p.add_argument("--query-prompt", default="", help="text put before every query, as a retrieval/query prompt in lexembed.json would be (documents get none)")
+    p.add_argument("--query-prompt", default=None, help="text put before every query instead of the folder's own retrieval/query prompt "
+                   "(lexembed.json; '' for none), to score a prompt before shipping it")
     p.add_argument("--no-cache", action="store_true", help="embed again even if vectors are cached")
     args = p.parse_args()
     if not os.path.isdir(args.dev):

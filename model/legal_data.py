@@ -187,10 +187,18 @@ def pre_tokenize(text):
     return words
 
 
+# BERT's own special pieces; "[unusedN]" pieces are free for learned prompts (a query prefix).
+SPECIAL_PIECES = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+UNUSED_PIECE = re.compile(r"\[unused\d+\]")
+
+
 class WordPiece:
-    def __init__(self, vocab, max_chars=100):
+    def __init__(self, vocab, max_chars=100, added=()):
+        """`added`: pieces kept whole wherever they occur in a text (tokenizer.json's added tokens
+        beyond [PAD]/[UNK]/[CLS]/[SEP]/[MASK], e.g. a learned query prefix such as [unused0])."""
         self.vocab = vocab
         self.ids = {p: i for i, p in enumerate(vocab)}
+        self.added = re.compile("(" + "|".join(re.escape(a) for a in added) + ")") if added else None
         self.unk = self.ids["[UNK]"]
         self.cls = self.ids["[CLS]"]
         self.sep = self.ids["[SEP]"]
@@ -226,10 +234,13 @@ class WordPiece:
         """Ids with [CLS] … [SEP]; truncation keeps the final [SEP] (as lexembed's drop_end does)."""
         ids = [self.cls]
         limit = None if max_tokens is None else max_tokens - 1
-        for word in pre_tokenize(normalize(text)):
-            ids.extend(self.word_ids(word))
-            if limit is not None and len(ids) >= limit:
-                ids = ids[:limit]
-                break
+        for k, part in enumerate(self.added.split(text) if self.added else [text]):
+            words = [part] if k % 2 else pre_tokenize(normalize(part))
+            for word in words:
+                ids.extend([self.ids[word]] if k % 2 else self.word_ids(word))
+                if limit is not None and len(ids) >= limit:
+                    ids = ids[:limit]
+                    ids.append(self.sep)
+                    return ids
         ids.append(self.sep)
         return ids

@@ -2,6 +2,7 @@
 so training can continue from what ships and nothing but `models/` need be kept between sessions.
 
     python3 model/onnx_weights.py models/legal-2-embedder --check   # torch vs onnxruntime, cosine
+    python3 model/onnx_weights.py models/legal-2-embedder --write RUN/resume.pt --out FOLDER [--query-prefix PIECE]
 
 Named initializers (biases, LayerNorms, embeddings) map by name; int8 tables (`*_int8` with
 `*_row_scale`, export_hybrid.py) are dequantised exactly as the graph does; the anonymous MatMul
@@ -11,6 +12,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 
 import numpy as np
 import onnx
@@ -18,6 +20,7 @@ import torch
 from onnx import numpy_helper
 
 PREFIX = "bert."
+LEXICAL = "lexical."  # the initializers model/add_lexical.py adds
 
 
 def bert_state_dict(onnx_path, prefix=PREFIX):
@@ -39,7 +42,7 @@ def bert_state_dict(onnx_path, prefix=PREFIX):
         if node.op_type != "MatMul":
             continue
         weight = next((i for i in node.input if i in init and not i.startswith(prefix)), None)
-        if weight is None:
+        if weight is None or weight.startswith(LEXICAL):  # add_lexical.py's rotation: not the transformer's
             continue
         bias = next((i for add in consumers[node.output[0]] if add.op_type == "Add"
                      for i in add.input if i.startswith(prefix) and i.endswith(".bias")), None)
@@ -75,11 +78,110 @@ def load_bert(folder, heads=None, dropout=0.1):
     return model
 
 
+def write_bert(folder, state, out, query_prefix="", source=""):
+    """A copy of the served `folder` in `out` whose transformer weights are `state` (a Bert state
+    dict, e.g. train_transformer.py's checkpoint): the inverse of bert_state_dict, int8 tables
+    quantised per row as export_hybrid.py does; every other part (static table, lexical part)
+    as it was. With `query_prefix` (a piece such as [unused0], trained with train_transformer.py
+    --query-prefix), the folder serves it as the retrieval/query prompt: the tokenizer keeps it
+    whole and it adds nothing to the static and lexical parts."""
+    from export_static import quantize_rows
+    path = os.path.join(folder, "onnx", "model.onnx")
+    graph_model = onnx.load(path)
+    graph = graph_model.graph
+    init = {t.name: t for t in graph.initializer}
+    prefix = PREFIX if any(name.startswith(PREFIX) for name in init) else ""
+    state = {k: v.float().numpy() for k, v in state.items()}
+    written = set()
+
+    def put(name, value):
+        init[name].CopyFrom(numpy_helper.from_array(value.astype(numpy_helper.to_array(init[name]).dtype), name))
+
+    for name in list(init):
+        key = name[len(prefix):] if name.startswith(prefix) else None
+        if key and key.endswith("_int8") and key[: -len("_int8")] in state:
+            q, scale = quantize_rows(state[key[: -len("_int8")]])
+            put(name, q)
+            put(name[: -len("_int8")] + "_row_scale", scale)
+            written.add(key[: -len("_int8")])
+        elif key in state:
+            put(name, state[key])
+            written.add(key)
+    consumers = collections.defaultdict(list)
+    for node in graph.node:
+        for name in node.input:
+            consumers[name].append(node)
+    for node in graph.node:
+        weight = next((i for i in node.input if i in init and not i.startswith(prefix or "\0") and not i.startswith(LEXICAL)), None)
+        if node.op_type != "MatMul" or weight is None:
+            continue
+        bias = next((i for add in consumers[node.output[0]] if add.op_type == "Add"
+                     for i in add.input if i.startswith(prefix) and i.endswith(".bias")), None)
+        if bias is not None:
+            key = bias[len(prefix):-len(".bias")] + ".weight"
+            put(weight, state[key].T)
+            written.add(key)
+    missing = set(state) - written
+    if missing:
+        raise SystemExit(f"{path}: nowhere to write {sorted(missing)[:5]}")
+    os.makedirs(os.path.join(out, "onnx"), exist_ok=True)
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        tokenizer = json.load(f)
+    with open(os.path.join(folder, "lexembed.json"), encoding="utf-8") as f:
+        settings = json.load(f)
+    if query_prefix:
+        piece_id = tokenizer["model"]["vocab"].get(query_prefix)
+        if piece_id is None:
+            raise SystemExit(f"--query-prefix {query_prefix!r} is not a piece of {folder}/tokenizer.json")
+        if not any(t["content"] == query_prefix for t in tokenizer["added_tokens"]):
+            tokenizer["added_tokens"].append({"id": piece_id, "content": query_prefix, "single_word": False, "lstrip": False,
+                                              "rstrip": False, "normalized": False, "special": True})
+        settings["prompts"]["retrieval/query"] = query_prefix + " "
+        for name in ("static.weight_int8", "lexical.weight"):  # the prefix is no word: nothing in the other parts
+            if name in init:
+                table = numpy_helper.to_array(init[name]).copy()
+                table[piece_id] = 0
+                put(name, table)
+    onnx.save(graph_model, os.path.join(out, "onnx", "model.onnx"))
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer, f, ensure_ascii=False)
+    with open(os.path.join(out, "lexembed.json"), "w", encoding="utf-8") as f:
+        json.dump(settings, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    for name in ("config.json", "tokenizer_config.json"):
+        if os.path.exists(os.path.join(folder, name)):
+            shutil.copy(os.path.join(folder, name), os.path.join(out, name))
+    if os.path.exists(os.path.join(folder, "training.json")):  # the hybrid's shares stand; its transformer is the new one
+        with open(os.path.join(folder, "training.json"), encoding="utf-8") as f:
+            training = json.load(f)
+        if "hybrid" in training:
+            training["hybrid"]["transformer"] = f"{source or 'a checkpoint'} (written into {folder}'s graph by model/onnx_weights.py --write)"
+            training["hybrid"]["transformer_step"] = None
+            training["hybrid"]["query_prefix"] = query_prefix or None
+        with open(os.path.join(out, "training.json"), "w", encoding="utf-8") as f:
+            json.dump(training, f, indent=2)
+
+
+def checkpoint_state(path):
+    """The Bert state dict of a train_transformer.py checkpoint.pt or resume.pt."""
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    return ckpt["state_dict"] if "state_dict" in ckpt else ckpt["model"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folder", help="a served model folder (hybrid or transformer)")
     p.add_argument("--check", action="store_true", help="compare torch's vectors with onnxruntime's on a few texts")
+    p.add_argument("--write", metavar="CHECKPOINT", help="write this checkpoint's transformer weights into a copy of the folder (--out)")
+    p.add_argument("--out", help="where --write puts the copy (tokenizer, settings and other parts as in the folder)")
+    p.add_argument("--query-prefix", default="", help="with --write: the piece the checkpoint was trained with as a query prefix")
     args = p.parse_args()
+    if args.write:
+        if not args.out:
+            p.error("--write needs --out")
+        write_bert(args.folder, checkpoint_state(args.write), args.out, args.query_prefix, args.write)
+        print(f"wrote {args.out} from {args.write}" + (f" (retrieval/query prompt {args.query_prefix!r})" if args.query_prefix else ""))
+        args.folder = args.out
     model = load_bert(args.folder).eval()
     print(f"{args.folder}: {sum(x.numel() for x in model.parameters()) / 1e6:.1f} M parameters, {model.config}")
     if args.check:

@@ -105,6 +105,22 @@ class WordPieceTest(unittest.TestCase):
             self.assertEqual(encode_capped(tok, text, 64), tok.encode(text, 64), word)
             self.assertEqual(len(encode_capped(tok, text, 64)), 64)
 
+    def test_an_added_piece_is_kept_whole_and_the_rest_tokenised_as_before(self):
+        # A learned query prefix ([unused0], train_transformer.py --query-prefix) served as the
+        # retrieval/query prompt: tokenizer.json lists it as an added token, kept whole as
+        # transformers.js keeps it; without that entry it is ordinary text.
+        plain = load_wordpiece("models/legal-2-embedder")
+        tok = WordPiece(plain.vocab, added=["[unused0]"])
+        text = "What notice must a landlord give?"
+        body = plain.encode(text)
+        self.assertEqual(tok.encode("[unused0] " + text), body[:1] + [tok.ids["[unused0]"]] + body[1:])
+        self.assertEqual(tok.encode(text), body)
+        self.assertNotIn(tok.ids["[unused0]"], plain.encode("[unused0] " + text))
+        capped = tok.encode("[unused0] " + text, 4)
+        self.assertEqual(len(capped), 4)
+        self.assertEqual(capped[-1], tok.sep)
+        self.assertEqual(capped[:3], body[:1] + [tok.ids["[unused0]"]] + body[1:2])
+
 
 if __name__ == "__main__":
     unittest.main()

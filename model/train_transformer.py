@@ -64,7 +64,7 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     # BM25 on the evaluation sets runs in other processes while the GPU trains.
-    eval_sets = evaluation_sets(rows, held_out, left_out, args.smoke)
+    eval_sets = evaluation_sets(rows, held_out, left_out, args.smoke, set(sources_of(args.eval_sources)) if args.eval_sources else None)
     if not args.no_eval:
         pool = mp.get_context("spawn").Pool(min(len(eval_sets), max(1, (os.cpu_count() or 2) // 4)))
         bm25_jobs = {name: pool.apply_async(bm25_source, (subset,)) for name, subset in eval_sets.items()}
@@ -161,6 +161,9 @@ def parse_args():
                    help="contrastive: share of pairs whose query is put in a question template (model/questions.py)")
     p.add_argument("--question-crops", type=float, default=0.0,
                    help="contrastive: share of pairs whose query is a question-framed span of their own text")
+    p.add_argument("--query-prefix", default="",
+                   help="a vocabulary piece (e.g. [unused0]) put after [CLS] of every training query: a learned "
+                        "retrieval/query prefix token; serve it as that task's prompt (documents get none)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast on a CPU too (CUDA always uses it)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     p.add_argument("--checkpoint-every", type=float, default=300,
@@ -168,6 +171,8 @@ def parse_args():
                         "command resumes from it")
     p.add_argument("--stop-after", type=float, default=0,
                    help="contrastive: stop (resumably) after this many seconds of this process, e.g. before a session ends")
+    p.add_argument("--eval-sources", default="",
+                   help="score only these sources' or genres' held-out documents (e.g. a leave-one-genre-out run's genre)")
     p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation (score with evaluate_dev.py after export)")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=256)
@@ -265,12 +270,15 @@ def sample_rows(rows):
     return list(first.values()) + rows[:: max(1, len(rows) // 200)]
 
 
-def evaluation_sets(rows, held_out, left_out, smoke):
+def evaluation_sets(rows, held_out, left_out, smoke, only=None):
+    """Held-out documents per source, and every pair of a left-out source; with `only`, the
+    held-out documents of those sources alone."""
     by_source = collections.defaultdict(list)
     for row in held_out:
-        by_source[row[0]].append(row)
+        if only is None or row[0] in only:
+            by_source[row[0]].append(row)
     sets = dict(sorted(by_source.items()))
-    for source in sorted(left_out):  # the whole left-out source, not only its held-out part
+    for source in sorted(left_out if only is None else ()):  # the whole left-out source, not only its held-out part
         sets[f"all-{source}"] = [r for r in rows if r[0] == source]
     if smoke:
         sets = {k: v[:300] for k, v in sets.items()}
@@ -353,6 +361,11 @@ def tune(model, rows, train, tok, args, device, log):
                             **({"fused": True} if device.type == "cuda" else {}))
     rng = random.Random(args.seed)
     maker = QueryMaker(tok.py, random.Random(args.seed + 1), max_tokens=args.query_tokens)
+    prefix = query_prefix(tok.py, args.query_prefix)
+    if prefix:
+        q_ids, q_len = pad_table([ids[:1] + prefix + ids[1:] for ids in queries])
+        q_ids, q_len = q_ids.to(device), q_len.to(device)
+        log(f"contrastive: every query starts [CLS] {args.query_prefix} (id {prefix[0]})")
     augment = args.question_templates > 0 or args.question_crops > 0
     by_source = collections.defaultdict(list)
     for i, g in enumerate(train):
@@ -381,6 +394,7 @@ def tune(model, rows, train, tok, args, device, log):
         with autocast(device, args.bf16):
             if augment:
                 made = [maker.make(rows[train[i]][0], queries[i], texts[i], args.question_templates, args.question_crops) for i in batch]
+                made = [ids[:1] + prefix + ids[1:] for ids in made]
                 ids, _ = pad_table(made)
                 ids = ids.long().to(device)
                 mask = (ids != PAD).long()
@@ -440,6 +454,15 @@ def tune(model, rows, train, tok, args, device, log):
     epoch = sum(epoch_counts({s: len(m) for s, m in by_source.items()}, args.sampling, args.cap).values())
     result["epochs"] = round(result["steps_done"] * args.ct_batch / epoch, 2)
     return result
+
+
+def query_prefix(wordpiece, piece):
+    """The ids of --query-prefix: one vocabulary piece, kept whole."""
+    if not piece:
+        return []
+    if piece not in wordpiece.ids:
+        raise SystemExit(f"--query-prefix {piece!r} is not a piece of the vocabulary (e.g. [unused0])")
+    return [wordpiece.ids[piece]]
 
 
 def load_negatives(path, rows, train):
