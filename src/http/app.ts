@@ -11,7 +11,7 @@ import { observeRequests, type AppMetrics, type Env, type RequestLogRecord } fro
 import { buildOpenApiDocument } from './openapi.ts';
 import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
-import { registerFallbacks, registerRoutes } from './register.ts';
+import { COMMON_HEADERS, registerFallbacks, registerRoutes } from './register.ts';
 import { createOperate, documentRoutes, FINGERPRINT_HEADER, MODEL_ID_HEADER, notServed, operationRoutes, probeRoutes, proxyRoutes } from './route-table.ts';
 import type { Route } from './routes.ts';
 import type { Authenticate } from '../auth/records.ts';
@@ -110,7 +110,7 @@ function installMiddleware(app: Hono<Env>, options: AppOptions, fail: (c: Contex
   // demo) can tell "this server refuses my origin (CORS)" from "nothing answers"; they expose nothing.
   app.use(async (c, next) => {
     await next();
-    c.header('cross-origin-resource-policy', 'cross-origin');
+    if (!c.get('headersWritten')) for (const [name, value] of Object.entries(COMMON_HEADERS)) c.header(name, value);
   });
   // One spelling per route (contract/paths.ts): anything else is no route, before authentication.
   app.use(async (c, next) => {

@@ -20,7 +20,8 @@ export interface AppMetrics {
   render(): Promise<{ contentType: string; body: string }>;
 }
 
-export type Env = { Variables: { requestId: string; inputTokens: number; ticket?: Ticket } };
+/** headersWritten: the answer was built with the request id and the common headers (register.ts). */
+export type Env = { Variables: { requestId: string; inputTokens: number; ticket?: Ticket; headersWritten?: true } };
 
 const REQUEST_ID = /^[\w.:@-]{1,128}$/;
 
@@ -33,7 +34,7 @@ export function observeRequests(options: { metrics?: AppMetrics; log?: (record: 
     c.set('requestId', requestId);
     const started = performance.now();
     await next();
-    c.res.headers.set('x-request-id', requestId);
+    if (!c.get('headersWritten')) c.res.headers.set('x-request-id', requestId);
     if (inner) {
       inner.inputTokens = c.get('inputTokens') ?? null;
       return;

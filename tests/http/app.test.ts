@@ -30,6 +30,20 @@ async function expectProblem(res: Response, status: number, title: string, ancho
 describe('POST /v1/embeddings on the fake backend', () => {
   const app = createApp({ embedder: createEmbedder(fakeSettings(), createFakeBackend()) });
 
+  it('a 200 and a problem carry the same common headers: request id (given or new), CORP, content type', async () => {
+    const ok = await app.request('/v1/embeddings', json({ model: MODEL, texts: ['a b'] }, { 'x-request-id': 'req-ok-1' }));
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('x-request-id')).toBe('req-ok-1');
+    expect(ok.headers.get('cross-origin-resource-policy')).toBe('cross-origin');
+    expect(ok.headers.get('content-type')).toBe('application/json');
+    const bad = await app.request('/v1/embeddings', json({ model: MODEL, texts: [] }));
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('x-request-id')).toMatch(/^[\w-]{36}$/);
+    expect(bad.headers.get('cross-origin-resource-policy')).toBe('cross-origin');
+    const fresh = await app.request('/v1/embeddings', json({ model: MODEL, texts: ['c'] }));
+    expect(fresh.headers.get('x-request-id')).toMatch(/^[\w-]{36}$/);
+  });
+
   it('answers 200 with one embedding per text, index = input position, and usage', async () => {
     const res = await app.request('/v1/embeddings', json({ model: MODEL, texts: ['a b', 'c', 'd e f'] }));
     expect(res.status).toBe(200);

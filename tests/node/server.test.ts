@@ -42,6 +42,17 @@ describe('lexembed serve', () => {
     expect(contentType).toBe('application/problem+json');
   });
 
+  it('over HTTP (the body read from its declared length): an empty body, a wrong type, one over the limit, each named; a 200 carries the common headers', async () => {
+    const post = (body: string, type = 'application/json') => fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': type }, body });
+    const detail = async (res: Response) => [res.status, (await res.json()).detail];
+    expect(await detail(await post(''))).toEqual([400, 'the request body is empty; send a JSON object with model and texts']);
+    expect(await detail(await post('{"model":"legal-2-embedder","texts":["a"]}', 'text/plain'))).toEqual([400, 'Content-Type must be application/json, got "text/plain"']);
+    expect((await detail(await post(JSON.stringify({ model: 'legal-2-embedder', texts: ['x'.repeat(3000)] }))))[0]).toBe(413);
+    const ok = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'node-1' }, body: '{"model":"legal-2-embedder","texts":["Rent"],"dimensions":8}' });
+    expect([ok.status, ok.headers.get('x-request-id'), ok.headers.get('cross-origin-resource-policy'), ok.headers.get('content-type')]).toEqual([200, 'node-1', 'cross-origin', 'application/json']);
+    expect(ok.headers.get('x-lexembed-model-id')).toBeTruthy();
+  });
+
   it('warns loudly that authentication is off', () => {
     expect(server.output()).toContain('WARNING: authentication is OFF (--no-auth)');
   });
