@@ -11,7 +11,7 @@ import { FP16_MODEL_FILE } from './webgpu/decide.ts';
 import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
 import { probeAdapters } from './webgpu/probe.ts';
 import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
-import { describePlan, planInference, withJavaScriptPooling, type InferenceFacts } from './inference-plan.ts';
+import { describePlan, planInference, withJavaScriptPooling } from './inference-plan.ts';
 import { messageOf } from '../../util/message-of.ts';
 
 import type { FromInferenceWorker, ToInferenceWorker } from './worker-protocol.ts';
@@ -25,10 +25,9 @@ try {
   const folder = join(data.localModelPath, data.modelId);
   // The facts the plan needs. auto asks a child process first: only when a usable adapter exists
   // does this process load Dawn (which would otherwise print its warnings on a CPU machine).
-  const probed = request.device === 'auto' ? await probeAdapters(request.gpuAdapter) : null;
   const model = { dtype: data.settings.dtype, pooling: data.settings.pooling, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder };
-  const cpuOnly = request.device === 'cpu' || (probed !== null && planInference(request, { gpu: probed, model }).device === 'cpu');
-  if (!cpuOnly) gpu = await openWebGPU(request.gpuAdapter);
+  const probed = request.device === 'auto' ? planInference(request, { gpu: await probeAdapters(request.gpuAdapter), model }) : null;
+  if (request.device !== 'cpu' && probed?.device !== 'cpu') gpu = await openWebGPU(request.gpuAdapter);
   let defaultAdapter: string | undefined;
   if (gpu && request.gpuAdapter && request.webgpuRuntime !== 'web') {
     gpu.release();
@@ -37,8 +36,7 @@ try {
     unflagged.release();
     gpu = await openWebGPU(request.gpuAdapter);
   }
-  const facts: InferenceFacts = { gpu: cpuOnly ? (probed ?? null) : gpu, defaultAdapter, model };
-  let plan = planInference(request, facts);
+  let plan = gpu ? planInference(request, { gpu, defaultAdapter, model }) : (probed ?? planInference(request, { gpu: null, model }));
   if (plan.runtime === 'onnxruntime-web') await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../../backend/transformers-backend.ts');
