@@ -112,7 +112,7 @@ def write_bert(folder, state, out, query_prefix="", source=""):
         for name in node.input:
             consumers[name].append(node)
     for node in graph.node:
-        weight = next((i for i in node.input if i in init and not i.startswith(prefix or "\0") and not i.startswith(LEXICAL)), None)
+        weight = next((i for i in node.input if i in init and not (prefix and i.startswith(prefix)) and not i.startswith(LEXICAL)), None)
         if node.op_type != "MatMul" or weight is None:
             continue
         bias = next((i for add in consumers[node.output[0]] if add.op_type == "Add"
