@@ -205,13 +205,19 @@ def bm25_source(rows):
     return score_rankings(queries, relevant, lambda qi, q: bm25(q))
 
 
+def embed_prompted(embed_fn, queries, corpus, dims=None, prompts=None):
+    """Query and document vectors, each text after its task's prompt (served_prompts) as the server puts it."""
+    prompts = prompts or {}
+    prompted = lambda texts, prompt: [prompt + t for t in texts] if prompt else texts
+    return (embed_fn(prompted(queries, prompts.get("retrieval/query", "")), dims),
+            embed_fn(prompted(corpus, prompts.get("retrieval/document", "")), dims))
+
+
 def model_source(rows, embed_fn, dims=None, prompts=None):
     """nDCG@10 and recall@100 of the model's ranking; `prompts` (served_prompts) go before the
     queries and documents as the server puts them."""
     queries, corpus, relevant = build_source(rows)
-    query_prompt, document_prompt = (prompts or {}).get("retrieval/query", ""), (prompts or {}).get("retrieval/document", "")
-    doc_vecs = embed_fn([document_prompt + t for t in corpus] if document_prompt else corpus, dims)
-    query_vecs = embed_fn([query_prompt + q for q in queries] if query_prompt else queries, dims)
+    query_vecs, doc_vecs = embed_prompted(embed_fn, queries, corpus, dims, prompts)
     model_scores = query_vecs @ doc_vecs.T
     return score_rankings(queries, relevant, lambda qi, q: model_scores[qi])
 
@@ -221,9 +227,7 @@ def evaluate_source(rows, embed_fn, dims=None, bm25=None, dtypes=False, prompts=
     out = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25 or bm25_source(rows)}
     if not dtypes:
         return {**out, "model": model_source(rows, embed_fn, dims, prompts)}
-    prompts = prompts or {}
-    doc_vecs = embed_fn([prompts.get("retrieval/document", "") + t for t in corpus], dims)
-    query_vecs = embed_fn([prompts.get("retrieval/query", "") + q for q in queries], dims)
+    query_vecs, doc_vecs = embed_prompted(embed_fn, queries, corpus, dims, prompts)
     out["model"] = score_rankings(queries, relevant, lambda qi, q: query_vecs[qi] @ doc_vecs.T)
     out["dtypes"] = dtype_figures(queries, relevant, query_vecs, doc_vecs)
     return out

@@ -348,7 +348,8 @@ def pretrain(model, windows, args, device, log):
 def tune(model, rows, train, tok, args, device, log):
     queries = tok.encode([rows[g][1] for g in train], args.query_tokens)
     texts = tok.encode([rows[g][2] for g in train], args.text_tokens, chunk_chars=args.text_tokens * 12)
-    q_ids, q_len = pad_table(queries)
+    prefix = query_prefix(tok.py, args.query_prefix)
+    q_ids, q_len = pad_table([ids[:1] + prefix + ids[1:] for ids in queries])
     t_ids, t_len = pad_table(texts)
     q_ids, q_len, t_ids, t_len = (x.to(device) for x in (q_ids, q_len, t_ids, t_len))
     # Equal keys are not negatives of each other: headings case-folded, texts exactly.
@@ -361,10 +362,7 @@ def tune(model, rows, train, tok, args, device, log):
                             **({"fused": True} if device.type == "cuda" else {}))
     rng = random.Random(args.seed)
     maker = QueryMaker(tok.py, random.Random(args.seed + 1), max_tokens=args.query_tokens)
-    prefix = query_prefix(tok.py, args.query_prefix)
     if prefix:
-        q_ids, q_len = pad_table([ids[:1] + prefix + ids[1:] for ids in queries])
-        q_ids, q_len = q_ids.to(device), q_len.to(device)
         log(f"contrastive: every query starts [CLS] {args.query_prefix} (id {prefix[0]})")
     augment = args.question_templates > 0 or args.question_crops > 0
     by_source = collections.defaultdict(list)

@@ -24,17 +24,19 @@ export interface AppMetrics {
 export type Env = { Variables: { requestId: string; inputTokens: number; ticket?: Ticket; headersWritten?: true } };
 
 const REQUEST_ID = /^[\w.:@-]{1,128}$/;
+/** The header that carries the request id, given or new, both ways. */
+export const REQUEST_ID_HEADER = 'x-request-id';
 
 /** @param isRoute whether a matched route path is one of the app's (else it is logged as "unmatched") */
 export function observeRequests(options: { metrics?: AppMetrics; log?: (record: RequestLogRecord) => void; isRoute: (path: string) => boolean }): MiddlewareHandler<Env> {
   return async (c, next) => {
     const inner = innerCallOf(c);
-    const given = c.req.header('x-request-id');
+    const given = c.req.header(REQUEST_ID_HEADER);
     const requestId = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     c.set('requestId', requestId);
     const started = performance.now();
     await next();
-    if (!c.get('headersWritten')) c.res.headers.set('x-request-id', requestId);
+    if (!c.get('headersWritten')) c.res.headers.set(REQUEST_ID_HEADER, requestId);
     if (inner) {
       inner.inputTokens = c.get('inputTokens') ?? null;
       return;

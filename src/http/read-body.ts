@@ -11,12 +11,14 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
  */
 export const MAX_JSON_DEPTH = 64;
 
+const emptyBody = () => fail('validation', 'the request body is empty; send a JSON object with model and texts');
+
 export async function readJsonBody(request: Request, maxBytes: number): Promise<Result<unknown>> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   // No body at all (e.g. an invocation with "data": null) is the problem to name, not its type. A
   // request that declares its length has a body (maybe empty); only otherwise is `.body` asked,
   // as on Node it makes the adapter build a whole Request (measured: ~65 µs a request).
-  if (!Number.isFinite(declared) && !request.body) return fail('validation', 'the request body is empty; send a JSON object with model and texts');
+  if (!Number.isFinite(declared) && !request.body) return emptyBody();
   const contentType = request.headers.get('content-type');
   if (!contentType || !JSON_TYPE.test(contentType)) {
     return fail('validation', `Content-Type must be application/json, got ${contentType ? `"${contentType.slice(0, 100)}"` : 'none'}`);
@@ -26,7 +28,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 
   // A declared length within the limit is all the body can be (the HTTP parser holds it to that): read it in one go.
   if (Number.isFinite(declared)) return parseJson(new Uint8Array(await request.arrayBuffer()));
-  if (!request.body) return fail('validation', 'the request body is empty; send a JSON object with model and texts');
+  if (!request.body) return emptyBody();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -47,7 +49,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 }
 
 function parseJson(bytes: Uint8Array): Result<unknown> {
-  if (bytes.byteLength === 0) return fail('validation', 'the request body is empty; send a JSON object with model and texts');
+  if (bytes.byteLength === 0) return emptyBody();
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);

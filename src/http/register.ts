@@ -7,7 +7,7 @@ import { problem, type Problem } from '../contract/index.ts';
 import { isRefusal, type Authenticate } from '../auth/records.ts';
 import type { Meter, Ticket } from '../usage/meter.ts';
 import type { ModelState } from './model-state.ts';
-import type { Env } from './observe.ts';
+import { REQUEST_ID_HEADER, type Env } from './observe.ts';
 import { FINGERPRINT_HEADER, MODEL_ID_HEADER, modelIdentity } from './route-table.ts';
 import type { Route } from './routes.ts';
 
@@ -54,7 +54,7 @@ async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, 
     // Every header of the answer in one plain object, the request id and CORP included: the Node
     // adapter writes such a response without building a Headers object (measured: undici's Headers
     // took 5-6 % of the server thread on short requests); the middleware then adds nothing.
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': c.get('requestId'), ...COMMON_HEADERS };
+    const headers: Record<string, string> = { 'content-type': 'application/json', [REQUEST_ID_HEADER]: c.get('requestId'), ...COMMON_HEADERS };
     const loaded = route.operation ? state.loaded() : null;
     if (loaded) {
       const { model_id, fingerprint } = modelIdentity(loaded);

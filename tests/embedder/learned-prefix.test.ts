@@ -53,4 +53,9 @@ it('the query vector is the model run on [CLS] [unused0] text [SEP]', async () =
   if (!query.ok || !spelled.ok || !bare.ok) throw new Error('embedding failed');
   expect([...query.value.vectors[0]!]).toEqual([...spelled.value.vectors[0]!]);
   expect([...query.value.vectors[0]!]).not.toEqual([...bare.value.vectors[0]!]);
+  // The same weights reading the prompt as four ordinary pieces give another vector: the one
+  // token is what the model sees, not merely the prompt's text.
+  const asText = await plain.embed({ texts: [text], task: 'retrieval/query', overflowStrategy: 'drop_end', dimensions: null });
+  if (!asText.ok) throw new Error('embedding failed');
+  expect([...query.value.vectors[0]!]).not.toEqual([...asText.value.vectors[0]!]);
 });
