@@ -15,11 +15,11 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
+import { cpuSecondsOf } from './process-cpu.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
-const CLK_TCK = 100; // Linux USER_HZ
 
 const { values } = parseArgs({
   options: {
@@ -47,12 +47,6 @@ async function textsOf(tokens: number) {
   const max = JSON.parse(readFileSync(join(modelDir, 'lexembed.json'), 'utf8')).max_input_tokens as number;
   const texts = makeTexts(512, wordsForTokens(encode, Math.min(tokens, max - 2)), tokens);
   return { texts, ids: texts.map((t) => encode(t).slice(0, max)) };
-}
-
-/** Process CPU seconds of every thread of `pid` (user + system). */
-function cpuSecondsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
 async function rawRole() {

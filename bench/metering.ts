@@ -4,8 +4,10 @@
 // alternating rounds: usage off (--no-usage) against usage on with a key whose rpm/tpm and an
 // account whose monthly quota are set high enough never to refuse (so every check runs), on the
 // file store and, where redis-server is installed, on Redis. Prints texts/s and on ÷ off
-// (target ≥ 0.98).
-// Usage: npm run bench:metering -- [--model <dir>] [--duration 8] [--rounds 2]
+// (target ≥ 0.98) over all rounds, the ratio of each round (how much the machine moved them),
+// and each server's own CPU per request (every thread, from /proc): what metering costs the
+// server, which the shared machine's noise moves far less than throughput.
+// Usage: npm run bench:metering -- [--model <dir>] [--duration 5] [--rounds 6]
 import autocannon from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
+import { cpuSecondsOf } from './process-cpu.ts';
 import { makeTexts } from './texts.ts';
 
 const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
@@ -22,7 +25,11 @@ export interface MeteringRow {
   readonly store: string;
   readonly usage: 'off' | 'on';
   readonly texts_per_s: number;
+  /** The server's CPU milliseconds per answered request (every thread of its process). */
+  readonly cpu_ms_per_request: number;
   readonly errors: number;
+  /** on ÷ off texts/s of each round (the 'on' rows only). */
+  readonly round_ratios?: number[];
 }
 
 export async function benchMetering(options: { model: string; duration: number; rounds: number }): Promise<MeteringRow[]> {
@@ -40,7 +47,7 @@ export async function benchMetering(options: { model: string; duration: number; 
       console.log('(redis-server not installed: the file store only)');
     }
     const texts = makeTexts(2000, 12, 7);
-    const cases: { store: string; usage: 'off' | 'on'; url: string; key: string }[] = [];
+    const cases: { store: string; usage: 'off' | 'on'; url: string; key: string; pid: number }[] = [];
     for (const store of stores) {
       const created = cli(['keys', 'create', '--account', 'bench', '--rpm', '1000000000', '--tpm', '1000000000000', ...store.args]);
       const key = created.trim().split('\n').at(-1)!;
@@ -48,29 +55,42 @@ export async function benchMetering(options: { model: string; duration: number; 
       for (const usage of ['off', 'on'] as const) {
         const { child, url } = await startServer([...store.args, '--model', options.model, ...(usage === 'off' ? ['--no-usage'] : [])]);
         children.push(child);
-        cases.push({ store: store.name, usage, url, key });
+        cases.push({ store: store.name, usage, url, key, pid: child.pid! });
       }
     }
-    const totals = new Map<string, { ok: number; seconds: number; errors: number }>();
+    const totals = new Map<string, { ok: number; seconds: number; cpu: number; errors: number; rounds: number[] }>();
     for (let round = 0; round < options.rounds; round++) {
       // Alternate the order each round, so neither setting always runs on a warmer machine.
       for (const c of round % 2 ? [...cases].reverse() : cases) {
+        const cpu0 = cpuSecondsOf(c.pid);
         const r = await load(c.url, c.key, texts, options.duration);
-        const t = totals.get(`${c.store}/${c.usage}`) ?? { ok: 0, seconds: 0, errors: 0 };
-        totals.set(`${c.store}/${c.usage}`, { ok: t.ok + r.ok, seconds: t.seconds + options.duration, errors: t.errors + r.errors });
+        const cpu = cpuSecondsOf(c.pid) - cpu0;
+        const t = totals.get(`${c.store}/${c.usage}`) ?? { ok: 0, seconds: 0, cpu: 0, errors: 0, rounds: [] };
+        totals.set(`${c.store}/${c.usage}`, { ok: t.ok + r.ok, seconds: t.seconds + options.duration, cpu: t.cpu + cpu, errors: t.errors + r.errors, rounds: [...t.rounds, r.ok / options.duration] });
       }
     }
     const rows: MeteringRow[] = cases.map((c) => {
       const t = totals.get(`${c.store}/${c.usage}`)!;
-      return { store: c.store, usage: c.usage, texts_per_s: t.ok / t.seconds, errors: t.errors };
+      const off = totals.get(`${c.store}/off`)!;
+      return {
+        store: c.store,
+        usage: c.usage,
+        texts_per_s: t.ok / t.seconds,
+        cpu_ms_per_request: (t.cpu / t.ok) * 1000,
+        errors: t.errors,
+        ...(c.usage === 'on' ? { round_ratios: t.rounds.map((rate, i) => rate / off.rounds[i]!) } : {}),
+      };
     });
-    console.log('\nmetering: short texts (~12 words), one per request, c=64, same run, alternating rounds');
-    console.log('store  usage  texts/s  errors');
-    for (const r of rows) console.log(`${r.store.padEnd(6)} ${r.usage.padEnd(5)} ${r.texts_per_s.toFixed(1).padStart(8)}  ${r.errors}`);
+    console.log(`\nmetering: short texts (~12 words), one per request, c=64, same run, ${options.rounds} alternating rounds of ${options.duration} s`);
+    console.log('store  usage  texts/s  server cpu-ms/request  errors');
+    for (const r of rows) console.log(`${r.store.padEnd(6)} ${r.usage.padEnd(5)} ${r.texts_per_s.toFixed(1).padStart(8)}  ${r.cpu_ms_per_request.toFixed(3).padStart(21)}  ${r.errors}`);
     for (const store of stores) {
       const on = rows.find((r) => r.store === store.name && r.usage === 'on')!;
       const off = rows.find((r) => r.store === store.name && r.usage === 'off')!;
-      console.log(`metering on ÷ off, ${store.name} store: ${(on.texts_per_s / off.texts_per_s).toFixed(3)}  (target ≥ 0.98)`);
+      console.log(
+        `metering on ÷ off, ${store.name} store: ${(on.texts_per_s / off.texts_per_s).toFixed(3)} texts/s (target ≥ 0.98; rounds ${on.round_ratios!.map((x) => x.toFixed(2)).join(' ')}), ` +
+          `server CPU per request × ${(on.cpu_ms_per_request / off.cpu_ms_per_request).toFixed(3)}`,
+      );
     }
     return rows;
   } finally {
@@ -115,6 +135,6 @@ async function load(url: string, key: string, texts: string[], seconds: number) 
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { model: { type: 'string', default: BUNDLED_MODEL_DIR }, duration: { type: 'string', default: '8' }, rounds: { type: 'string', default: '2' } } });
+  const { values } = parseArgs({ options: { model: { type: 'string', default: BUNDLED_MODEL_DIR }, duration: { type: 'string', default: '5' }, rounds: { type: 'string', default: '6' } } });
   await benchMetering({ model: resolve(values.model!), duration: Number(values.duration), rounds: Number(values.rounds) });
 }

@@ -4,6 +4,7 @@ export * from './result.ts';
 export * from './request.ts';
 export * from './response.ts';
 export * from './vectors.ts';
+export * from './float-json.ts';
 export * from './invocations.ts';
 export * from './paths.ts';
 export * from './openai.ts';

@@ -3,7 +3,7 @@
 // resource, meters it where the row names what it counts as, runs the handler, and serialises
 // its outcome here, once: a value as JSON, a problem in the route's error shape.
 import type { Context, Hono } from 'hono';
-import { problem, type Problem } from '../contract/index.ts';
+import { float32JsonBytes, problem, type Problem } from '../contract/index.ts';
 import { isRefusal, type Authenticate } from '../auth/records.ts';
 import type { Meter, Ticket } from '../usage/meter.ts';
 import type { ModelState } from './model-state.ts';
@@ -63,7 +63,8 @@ async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, 
     }
     Object.assign(headers, ticket?.headers());
     c.set('headersWritten', true);
-    return new Response(JSON.stringify(outcome.value.body), { status: 200, headers });
+    // Vectors as float32 (the shortest decimal per component that reads back to it), straight to bytes.
+    return new Response(float32JsonBytes(outcome.value.body), { status: 200, headers });
   } finally {
     // Recorded before the answer leaves (a shared store then loses no count if this process dies).
     await ticket?.settle(inputTokens);
