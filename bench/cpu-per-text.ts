@@ -6,8 +6,10 @@
 //           a load generator in another process (so its CPU is not counted) sends requests of 16
 //           texts from 8 clients.
 // Prints CPU-ms per text for both, efficiency (raw ÷ server: 1 means no overhead) and texts/s of
-// each, per length, all in one run. Compare figures only within a run.
-// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 8] [--lengths 16,128,512] [--threads 2] [--serve-args "…"]
+// each, per length, all in one run. Raw and server alternate for --rounds rounds per length and
+// the figures sum them (on a shared machine raw alone moved by a quarter from one minute to the
+// next); each round's efficiency is printed beside. Compare figures only within a run.
+// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] [--serve-args "…"]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -25,7 +27,8 @@ const { values } = parseArgs({
   options: {
     role: { type: 'string', default: 'main' },
     model: { type: 'string', default: BUNDLED_MODEL_DIR },
-    seconds: { type: 'string', default: '8' },
+    seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
     lengths: { type: 'string', default: '16,128,512' },
     threads: { type: 'string', default: String(availableParallelism()) },
     url: { type: 'string', default: '' },
@@ -130,21 +133,28 @@ async function startServer(): Promise<{ pid: number; url: string; stop: () => vo
 }
 
 async function main() {
-  console.log(`CPU per text — model ${modelDir}, ${threads} onnxruntime threads, ${seconds} s per measurement, ${availableParallelism()} cores${values['serve-args'] ? `, serve ${values['serve-args']}` : ''}`);
-  console.log('tokens   raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s');
+  console.log(`CPU per text — model ${modelDir}, ${threads} onnxruntime threads, ${values.rounds} rounds of ${seconds} s per measurement, ${availableParallelism()} cores${values['serve-args'] ? `, serve ${values['serve-args']}` : ''}`);
+  console.log('tokens   raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s   efficiency by round');
   const server = await startServer();
   try {
     for (const length of values.lengths!.split(',').map(Number)) {
-      const raw = JSON.parse(await child('raw', ['--length', String(length)])) as { texts: number; wall: number; cpu: number };
-      let cpu0 = 0;
-      const load = JSON.parse(await child('load', ['--length', String(length), '--url', server.url], (line) => line === 'measure' && (cpu0 = cpuSecondsOf(server.pid)))) as { texts: number; wall: number };
-      const serverCpu = cpuSecondsOf(server.pid) - cpu0;
+      const raw = { texts: 0, wall: 0, cpu: 0 };
+      const served = { texts: 0, wall: 0, cpu: 0 };
+      const rounds: string[] = [];
+      for (let round = 0; round < Number(values.rounds); round++) {
+        const r = JSON.parse(await child('raw', ['--length', String(length)])) as { texts: number; wall: number; cpu: number };
+        let cpu0 = 0;
+        const load = JSON.parse(await child('load', ['--length', String(length), '--url', server.url], (line) => line === 'measure' && (cpu0 = cpuSecondsOf(server.pid)))) as { texts: number; wall: number };
+        const cpu = cpuSecondsOf(server.pid) - cpu0;
+        for (const [sum, add] of [[raw, r], [served, { ...load, cpu }]] as const) (sum.texts += add.texts), (sum.wall += add.wall), (sum.cpu += add.cpu);
+        rounds.push((r.cpu / r.texts / (cpu / load.texts)).toFixed(2));
+      }
       const rawPer = (raw.cpu / raw.texts) * 1000;
-      const serverPer = (serverCpu / load.texts) * 1000;
+      const serverPer = (served.cpu / served.texts) * 1000;
       const rawRate = raw.texts / raw.wall;
-      const serverRate = load.texts / load.wall;
+      const serverRate = served.texts / served.wall;
       console.log(
-        `${String(length).padStart(6)}   ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}`,
+        `${String(length).padStart(6)}   ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}   ${rounds.join(' ')}`,
       );
     }
     console.log('(targets: efficiency ≥ 0.90 at every length; server texts/s ≥ 0.90 × raw for short texts)');

@@ -39,7 +39,7 @@ export function float32JsonBytes(value: unknown): Uint8Array<ArrayBuffer> {
     out.vector(arrays[i]!);
     out.text(parts[i + 1]!);
   }
-  return out.bytes();
+  return out.copy();
 }
 
 /**
@@ -50,7 +50,7 @@ export function float32JsonBytes(value: unknown): Uint8Array<ArrayBuffer> {
 export function float32Json(x: number): string {
   const out = new ByteWriter(MAX_NUMBER_BYTES);
   out.number(x);
-  return decoder.decode(out.bytes());
+  return decoder.decode(out.copy());
 }
 
 function isFiniteNumbers(v: unknown[]): v is number[] {
@@ -61,16 +61,26 @@ function isFiniteNumbers(v: unknown[]): v is number[] {
   return true;
 }
 
+/**
+ * Writes into one scratch buffer shared by every call (grown to the worst case a body may need,
+ * never shrunk), then copies out exactly what was written: a fresh buffer of the worst case per
+ * response (~26 bytes a number) cost more in allocation and GC than the writing saved.
+ */
+let scratch = new Uint8Array(1 << 16);
+
 class ByteWriter {
   private readonly buffer: Uint8Array<ArrayBuffer>;
   private pos = 0;
 
+  /** `capacity`: the most bytes that will be written. Synchronous use only (the scratch buffer is shared). */
   constructor(capacity: number) {
-    this.buffer = new Uint8Array(capacity);
+    if (scratch.length < capacity) scratch = new Uint8Array(Math.max(capacity, 2 * scratch.length));
+    this.buffer = scratch;
   }
 
-  bytes(): Uint8Array<ArrayBuffer> {
-    return this.buffer.subarray(0, this.pos);
+  /** What was written, in a buffer of its own. */
+  copy(): Uint8Array<ArrayBuffer> {
+    return this.buffer.slice(0, this.pos);
   }
 
   text(s: string): void {

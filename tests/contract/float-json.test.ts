@@ -88,7 +88,7 @@ describe('over HTTP', () => {
   it('/v1/embeddings and /openai/v1/embeddings answer the float32 vectors the embedder computes, to the bit', async () => {
     const texts = ['The lessee shall pay the rent on the first day of each month.', 'Governing law and jurisdiction'];
     const embedded = await model.embed({ texts, task: null, overflowStrategy: null, dimensions: null });
-    if (!embedded.ok) throw new Error(embedded.problem.detail);
+    if (!embedded.ok) throw new Error(String(embedded.problem.detail));
     const expected = embedded.value.vectors.map((v) => Array.from(v));
     const post = (path: string, body: unknown) => app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const specText = await (await post('/v1/embeddings', { model: 'legal-2-embedder', texts })).text();
