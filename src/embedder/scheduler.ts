@@ -67,7 +67,7 @@ export class BatchScheduler {
   private queue: Waiting[] = [];
   private queuedTokens = 0;
   private reservedTokens = 0;
-  private running = false;
+  private inFlight = 0;
   private arrivals = 0;
   private readonly totals = { batches: 0, sequences: 0, realTokens: 0, paddedTokens: 0 };
 
@@ -107,7 +107,7 @@ export class BatchScheduler {
         },
         { once: true },
       );
-      void this.pump();
+      this.pump();
     });
   }
 
@@ -157,45 +157,55 @@ export class BatchScheduler {
     this.hooks.onQueueDepth?.(this.queue.length);
   }
 
-  private async pump() {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.queue.length) {
-        const batch = this.takeBatch();
-        const width = Math.max(...batch.map((i) => i.ids.length));
-        const real = batch.reduce((n, i) => n + i.ids.length, 0);
-        this.totals.batches++;
-        this.totals.sequences += batch.length;
-        this.totals.realTokens += real;
-        this.totals.paddedTokens += width * batch.length;
-        this.hooks.onBatch?.(batch.length, width * batch.length);
-        let vectors: Float32Array[] | undefined;
-        let failure: unknown;
-        try {
-          vectors = await this.backend.run(batch.map((i) => i.ids));
-        } catch (error) {
-          failure = error;
-        }
-        for (const [k, item] of batch.entries()) {
-          const { request } = item;
-          if (request.done) continue;
-          if (failure !== undefined) {
-            request.done = true;
-            this.removeRequest(request);
-            request.reject(failure);
-            continue;
-          }
-          request.results[item.index] = vectors![k]!;
-          if (--request.remaining === 0) {
-            request.done = true;
-            request.resolve(request.results);
-          }
-        }
+  /**
+   * Sends batches while the backend has room for them (`maxBatchesInFlight`, 1 unless it says
+   * more): a worker-thread backend holds the next batch while one runs, so it starts the moment
+   * the last ends instead of after a round trip through this thread's event loop.
+   */
+  private pump() {
+    const depth = this.backend.maxBatchesInFlight ?? 1;
+    while (this.queue.length && this.inFlight < depth) {
+      const batch = this.takeBatch();
+      const width = Math.max(...batch.map((i) => i.ids.length));
+      const real = batch.reduce((n, i) => n + i.ids.length, 0);
+      this.totals.batches++;
+      this.totals.sequences += batch.length;
+      this.totals.realTokens += real;
+      this.totals.paddedTokens += width * batch.length;
+      this.hooks.onBatch?.(batch.length, width * batch.length);
+      this.inFlight++;
+      let run: Promise<Float32Array[]>;
+      try {
+        run = this.backend.run(batch.map((i) => i.ids));
+      } catch (error) {
+        run = Promise.reject(error);
       }
-    } finally {
-      this.running = false;
+      run.then(
+        (vectors) => this.settle(batch, vectors, undefined),
+        (error: unknown) => this.settle(batch, undefined, error ?? new Error('the model run failed')),
+      );
     }
+  }
+
+  /** A batch came back: its requests get their vectors (or its failure), and the next batch goes. */
+  private settle(batch: Waiting[], vectors: Float32Array[] | undefined, failure: unknown) {
+    this.inFlight--;
+    for (const [k, item] of batch.entries()) {
+      const { request } = item;
+      if (request.done) continue;
+      if (failure !== undefined) {
+        request.done = true;
+        this.removeRequest(request);
+        request.reject(failure);
+        continue;
+      }
+      request.results[item.index] = vectors![k]!;
+      if (--request.remaining === 0) {
+        request.done = true;
+        request.resolve(request.results);
+      }
+    }
+    this.pump();
   }
 
   /** Takes the next batch (selectBatch) off the queue. */

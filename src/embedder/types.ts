@@ -101,6 +101,8 @@ export interface EmbeddingBackend {
   decode?(ids: readonly number[]): string;
   /** Pooled (not yet normalised) vectors, one per sequence, full model width. */
   run(batch: readonly (readonly number[])[]): Promise<Float32Array[]>;
+  /** How many batches may be sent before the first comes back (default 1); a worker thread queues the next while one runs. */
+  readonly maxBatchesInFlight?: number;
   collectGarbage?(): Promise<void>;
   dispose(): Promise<void>;
 }

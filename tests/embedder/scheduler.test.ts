@@ -212,6 +212,45 @@ describe('BatchScheduler', () => {
   });
 });
 
+describe('BatchScheduler with a backend that holds the next batch (maxBatchesInFlight)', () => {
+  it('sends the next batch while one runs, never more than the backend takes, and each request gets its own vectors', async () => {
+    const g = gatedBackend();
+    const backend = { ...g.backend, maxBatchesInFlight: 2 };
+    const s = new BatchScheduler(backend, { maxBatchSize: 2, maxBatchTokens: 1000, maxQueueTokens: 10_000 });
+    const requests = [[seq(2, 10), seq(2, 20)], [seq(3, 30), seq(3, 40)], [seq(4, 50), seq(4, 60)]];
+    const pending = requests.map((texts) => s.submit(texts));
+    await g.tick();
+    expect(g.calls).toHaveLength(2); // the second batch went before the first came back; the third waits
+    await g.release();
+    expect(g.calls).toHaveLength(3); // one came back: the next goes at once
+    await g.release();
+    await g.release();
+    const results = await Promise.all(pending);
+    results.forEach((r, i) => expect(vecs(r)).toEqual(requests[i]!.map(expected)));
+  });
+
+  it('loses nothing under a random load with two batches in flight, and fails only a failed batch', async () => {
+    let calls = 0;
+    const backend: EmbeddingBackend = {
+      name: 'two in flight',
+      maxBatchesInFlight: 2,
+      encode: () => [],
+      run: async (batch) => {
+        const n = calls++;
+        await new Promise((r) => setTimeout(r, n % 3)); // replies come back out of order
+        if (n === 5) throw new Error('model crashed');
+        return batch.map((ids) => Float32Array.from(expected(ids)));
+      },
+      dispose: async () => {},
+    };
+    const s = new BatchScheduler(backend, { maxBatchSize: 1, maxBatchTokens: 1000, maxQueueTokens: 1_000_000 });
+    const requests = Array.from({ length: 40 }, (_, r) => [seq(1 + (r % 7), r * 100)]);
+    const settled = await Promise.allSettled(requests.map((texts) => s.submit(texts)));
+    expect(settled.filter((r) => r.status === 'rejected')).toHaveLength(1);
+    settled.forEach((r, i) => r.status === 'fulfilled' && expect(vecs(r.value)).toEqual(requests[i]!.map(expected)));
+  });
+});
+
 describe('selectBatch (pure)', () => {
   const waiting = (lengths: number[]): QueuedSequence<string>[] => lengths.map((n, order) => ({ request: `r${order}`, index: 0, ids: seq(n), order }));
   it('takes the oldest and its nearest neighbours in length, within the padded budget, and changes nothing', () => {

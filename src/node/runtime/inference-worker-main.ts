@@ -69,6 +69,7 @@ try {
     reason += `; pipelines compiled at load (warm-up ${Math.round(performance.now() - started)} ms)`;
   }
   send({ type: 'ready', plan, reason });
+  let running: Promise<void> = Promise.resolve();
   port.on('message', async (message: ToInferenceWorker) => {
     if (message.type === 'gc') {
       (globalThis as { gc?: () => void }).gc?.(); // only with --expose-gc (leak checks)
@@ -76,6 +77,7 @@ try {
       return;
     }
     if (message.type === 'dispose') {
+      await running; // the batches already sent finish first
       await backend.dispose();
       if (gpu) {
         // Destroying the device frees its memory now; releasing navigator.gpu lets the thread end.
@@ -85,12 +87,17 @@ try {
       send({ type: 'done', id: message.id });
       return;
     }
-    try {
-      const vectors = await backend.run(message.batch);
-      send({ type: 'vectors', id: message.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer));
-    } catch (error) {
-      send({ type: 'error', id: message.id, message: messageOf(error) });
-    }
+    // One batch at a time, in order: the main thread sends the next while one runs (so it starts
+    // at once), and no runtime is asked to run one session twice at the same time (onnxruntime-web
+    // cannot).
+    running = running.then(async () => {
+      try {
+        const vectors = await backend.run(message.batch);
+        send({ type: 'vectors', id: message.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer));
+      } catch (error) {
+        send({ type: 'error', id: message.id, message: messageOf(error) });
+      }
+    });
   });
 } catch (error) {
   gpu?.release();

@@ -69,6 +69,9 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
     device: ready.plan.device,
     deviceReason: ready.reason,
     plan: ready.plan,
+    // The worker runs one batch at a time; the next waits in its message queue, so it starts the
+    // moment the last ends rather than after the reply has gone through this thread's event loop.
+    maxBatchesInFlight: 2,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),
