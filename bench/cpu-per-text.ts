@@ -4,13 +4,16 @@
 //           onnxruntime-node with the server's thread count; its process CPU (every thread) per text.
 //   server: `lexembed serve --no-auth`; its process CPU (every thread, from /proc/<pid>/stat) while
 //           a load generator in another process (so its CPU is not counted) sends requests of 16
-//           texts from 8 clients.
+//           texts from 8 keep-alive clients (node:http, the body drained unread: fetch took twice the CPU).
 // Prints CPU-ms per text for both, efficiency (raw ÷ server: 1 means no overhead) and texts/s of
-// each, per length, all in one run. Raw and server alternate for --rounds rounds per length and
-// the figures sum them (on a shared machine raw alone moved by a quarter from one minute to the
-// next); each round's efficiency is printed beside. Compare figures only within a run.
-// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] [--serve-args "…"]
+// each, per length, all in one run, and the load generator's own CPU per text (it shares the
+// cores). Raw and server alternate for --rounds rounds per length and the figures sum them (on a
+// shared machine raw alone moved by a quarter from one minute to the next); each round's
+// efficiency is printed beside. Compare figures only within a run. Several server
+// configurations (--serve-args "--lanes 1|--lanes auto") run side by side in the same rounds.
+// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] ["--serve-args=…|…"]
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -79,21 +82,40 @@ async function loadRole() {
   const { texts } = await textsOf(Number(values.length));
   const bodies = Array.from({ length: Math.ceil(texts.length / 16) }, (_, i) => JSON.stringify({ model: 'legal-2-embedder', texts: texts.slice(i * 16, i * 16 + 16) }));
   let sent = 0;
+  // node:http with keep-alive, the body drained unread: the lightest client Node offers (fetch's
+  // undici took ~0.19 cores of the two at short texts, which the server then could not use).
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  const { hostname, port } = new URL(values.url!);
+  const post = (body: string) =>
+    new Promise<void>((resolvePost, reject) => {
+      const req = http.request({ host: hostname, port, path: '/v1/embeddings', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        if (res.statusCode !== 200) {
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d));
+          res.on('end', () => reject(new Error(`status ${res.statusCode}: ${text}`)));
+          return;
+        }
+        res.on('data', () => {});
+        res.on('end', () => resolvePost());
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
   const client = async (until: number, count: boolean) => {
     let done = 0;
     while (performance.now() < until) {
-      const res = await fetch(`${values.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[sent++ % bodies.length] });
-      if (res.status !== 200) throw new Error(`status ${res.status}: ${await res.text()}`);
-      await res.arrayBuffer();
+      await post(bodies[sent++ % bodies.length]!);
       if (count) done += 16;
     }
     return done;
   };
   await Promise.all(Array.from({ length: 8 }, () => client(performance.now() + 2000, false))); // warm
   console.log('measure');
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const done = (await Promise.all(Array.from({ length: 8 }, () => client(t0 + seconds * 1000, true)))).reduce((a, b) => a + b, 0);
-  console.log(JSON.stringify({ texts: done, wall: (performance.now() - t0) / 1000 }));
+  const cpu = process.cpuUsage(cpu0);
+  console.log(JSON.stringify({ texts: done, wall: (performance.now() - t0) / 1000, loadCpu: (cpu.user + cpu.system) / 1e6 }));
 }
 
 /** Runs this file in a role, in a process of its own; `onLine` sees its output lines. */
@@ -115,8 +137,8 @@ function child(role: string, extra: string[], onLine: (line: string) => void = (
   });
 }
 
-async function startServer(): Promise<{ pid: number; url: string; stop: () => void }> {
-  const extra = values['serve-args'] ? values['serve-args'].split(' ').filter(Boolean) : [];
+async function startServer(args: string): Promise<{ pid: number; url: string; stop: () => void }> {
+  const extra = args.split(' ').filter(Boolean);
   const p = spawn(process.execPath, [CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const url = await new Promise<string>((resolveUrl, reject) => {
@@ -132,34 +154,51 @@ async function startServer(): Promise<{ pid: number; url: string; stop: () => vo
   return { pid: p.pid!, url, stop: () => p.kill('SIGTERM') };
 }
 
+interface Totals {
+  texts: number;
+  wall: number;
+  cpu: number;
+  loadCpu: number;
+  rounds: string[];
+}
+
 async function main() {
-  console.log(`CPU per text — model ${modelDir}, ${threads} onnxruntime threads, ${values.rounds} rounds of ${seconds} s per measurement, ${availableParallelism()} cores${values['serve-args'] ? `, serve ${values['serve-args']}` : ''}`);
-  console.log('tokens   raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s   efficiency by round');
-  const server = await startServer();
+  // Each server configuration (--serve-args, several separated by |) runs beside the others and raw, rounds alternating.
+  const configs = values['serve-args']!.split('|').map((a) => a.trim());
+  console.log(`CPU per text — model ${modelDir}, ${threads} onnxruntime threads, ${values.rounds} rounds of ${seconds} s per measurement, ${availableParallelism()} cores`);
+  const servers = [];
+  for (const args of configs) servers.push({ args, ...(await startServer(args)) });
+  console.log('tokens  server                 raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s  load-gen cpu-ms/text   efficiency by round');
   try {
     for (const length of values.lengths!.split(',').map(Number)) {
-      const raw = { texts: 0, wall: 0, cpu: 0 };
-      const served = { texts: 0, wall: 0, cpu: 0 };
-      const rounds: string[] = [];
+      const empty = (): Totals => ({ texts: 0, wall: 0, cpu: 0, loadCpu: 0, rounds: [] });
+      const raw = empty();
+      const served = servers.map(empty);
       for (let round = 0; round < Number(values.rounds); round++) {
         const r = JSON.parse(await child('raw', ['--length', String(length)])) as { texts: number; wall: number; cpu: number };
-        let cpu0 = 0;
-        const load = JSON.parse(await child('load', ['--length', String(length), '--url', server.url], (line) => line === 'measure' && (cpu0 = cpuSecondsOf(server.pid)))) as { texts: number; wall: number };
-        const cpu = cpuSecondsOf(server.pid) - cpu0;
-        for (const [sum, add] of [[raw, r], [served, { ...load, cpu }]] as const) (sum.texts += add.texts), (sum.wall += add.wall), (sum.cpu += add.cpu);
-        rounds.push((r.cpu / r.texts / (cpu / load.texts)).toFixed(2));
+        (raw.texts += r.texts), (raw.wall += r.wall), (raw.cpu += r.cpu);
+        for (const [i, server] of servers.entries()) {
+          let cpu0 = 0;
+          const load = JSON.parse(await child('load', ['--length', String(length), '--url', server.url], (line) => line === 'measure' && (cpu0 = cpuSecondsOf(server.pid)))) as { texts: number; wall: number; loadCpu: number };
+          const cpu = cpuSecondsOf(server.pid) - cpu0;
+          const sum = served[i]!;
+          (sum.texts += load.texts), (sum.wall += load.wall), (sum.cpu += cpu), (sum.loadCpu += load.loadCpu);
+          sum.rounds.push((r.cpu / r.texts / (cpu / load.texts)).toFixed(2));
+        }
       }
       const rawPer = (raw.cpu / raw.texts) * 1000;
-      const serverPer = (served.cpu / served.texts) * 1000;
       const rawRate = raw.texts / raw.wall;
-      const serverRate = served.texts / served.wall;
-      console.log(
-        `${String(length).padStart(6)}   ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}   ${rounds.join(' ')}`,
-      );
+      for (const [i, sum] of served.entries()) {
+        const serverPer = (sum.cpu / sum.texts) * 1000;
+        const serverRate = sum.texts / sum.wall;
+        console.log(
+          `${String(length).padStart(6)}  ${(configs[i] || 'defaults').padEnd(20).slice(0, 20)}  ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}  ${((sum.loadCpu / sum.texts) * 1000).toFixed(2).padStart(20)}   ${sum.rounds.join(' ')}`,
+        );
+      }
     }
     console.log('(targets: efficiency ≥ 0.90 at every length; server texts/s ≥ 0.90 × raw for short texts)');
   } finally {
-    server.stop();
+    for (const server of servers) server.stop();
   }
 }
 

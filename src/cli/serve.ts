@@ -24,7 +24,7 @@ export const SERVE_OPTIONS = {
   'model-name': { env: 'LEXEMBED_MODEL_NAME', default: '', help: 'model name the API accepts (default: from lexembed.json, legal-2-embedder)' },
   'docs-url': { env: 'LEXEMBED_DOCS_URL', default: '', help: 'base of problem type URIs (default: /docs on the origin each request came to)' },
   'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), help: 'largest request body accepted (413 above)' },
-  threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads (0: one per core)' },
+  threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads of each inference lane (0: one per core)' },
   'thread-spinning': {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',

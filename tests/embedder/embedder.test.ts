@@ -6,5 +6,7 @@ import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { createFakeBackend, fakeSettings } from '../support/fake-backend.ts';
 
 describeEmbedderConformance('cpu (onnxruntime-node), test model', () => loadModelFolder(TEST_MODEL_DIR, { device: 'cpu' }), { exactRepeat: true });
+// Two inference lanes (worker threads with a session each) behind the one scheduler.
+describeEmbedderConformance('cpu, two inference lanes, test model', () => loadModelFolder(TEST_MODEL_DIR, { device: 'cpu', lanes: 2, threads: 1 }), { exactRepeat: true });
 // The same suite on the deterministic fake backend: the fake obeys the contract the real ones do.
 describeEmbedderConformance('fake backend', async () => createEmbedder(fakeSettings(), createFakeBackend()), { exactRepeat: true });

@@ -32,7 +32,13 @@ export const TEST_MODEL_DIR = join(PROJECT_ROOT, 'models', 'test-tiny');
 export interface LoadModelOptions {
   /** Overrides the API model name from the settings file. */
   readonly modelName?: string;
+  /** onnxruntime's CPU threads of each lane's session (default: one per core). */
   readonly threads?: number;
+  /**
+   * Inference lanes on the CPU: worker threads each running a session of its own (default 1;
+   * auto: LANES_AUTO, see worker-backend.ts). A GPU plan, and --inference main, run one.
+   */
+  readonly lanes?: number | 'auto';
   /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/backend/transformers-backend.ts). */
   readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
@@ -94,7 +100,10 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     poolInJs: process.env.LEXEMBED_GPU_POOLING === 'js',
     batch: options.batch ?? {},
   };
-  let backend = await (options.inference === 'main' ? createMainThreadBackend(backendOptions, request, folder) : createWorkerBackend({ ...backendOptions, request }));
+  if (options.inference === 'main' && typeof options.lanes === 'number' && options.lanes > 1) {
+    throw new Error(`--lanes ${options.lanes} runs the model in ${options.lanes} worker threads; use --inference worker (the default) with it, or --lanes 1`);
+  }
+  let backend = await (options.inference === 'main' ? createMainThreadBackend(backendOptions, request, folder) : createWorkerBackend({ ...backendOptions, request, lanes: options.lanes }));
   try {
     const batch = await applyBatchRule(backend.plan.batch, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
     if (batch.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` };

@@ -1,5 +1,6 @@
-// An EmbeddingBackend that tokenises on the calling thread and runs the model in a worker
-// thread, so the event loop keeps serving HTTP (and /health) while a batch runs.
+// An EmbeddingBackend that tokenises on the calling thread and runs the model in worker threads
+// (inference lanes), so the event loop keeps serving HTTP (and /health) while batches run.
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
@@ -17,20 +18,107 @@ export interface InferenceWorkerData extends TransformersBackendOptions {
 /** A backend with the plan it was loaded by (the batch rule in it is applied by the caller: batch-plan.ts). */
 export type PlannedBackend = EmbeddingBackend & { readonly plan: InferencePlan };
 
-export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'>): Promise<PlannedBackend> {
+/** Batches each lane holds: one running, the next waiting in its message queue. */
+const BATCHES_PER_LANE = 2;
+/**
+ * Lanes under auto on the CPU (with two cores or more; one on a GPU or a single core). One lane's
+ * worker thread ran its share of the model plus every serial operator and its JavaScript, and
+ * was the bottleneck while the cores had room. Measured on 2 cores (npm run bench:cpu, bundled
+ * hybrid, same run): texts/s 1.18× one lane's at ~16 tokens, 1.05× at ~128, 1.14× at ~512; a lone
+ * request as fast (lane 0's session still has every core); ~0.35–0.45 GB more memory.
+ */
+export const LANES_AUTO = 2;
+
+/**
+ * `lanes` workers, each with a session of its own (CPU only; a GPU plan runs one): the scheduler
+ * keeps every lane fed, so one lane's JavaScript and serial operators overlap another's model run.
+ */
+export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'> & { readonly lanes?: number | 'auto' }): Promise<PlannedBackend> {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.localModelPath = options.localModelPath;
   const tokenizer = await AutoTokenizer.from_pretrained(options.modelId);
-  // From source (tests, a dev checkout) the worker registers tsx first; built, it is plain JS.
-  const entry = import.meta.url.endsWith('.ts') ? './inference-worker.mjs' : './inference-worker-main.js';
   // WebGPU compiles its shader pipelines on a session's first run (measured on lavapipe: the
   // hybrid model's first one-text batch 1.1 s, the next of another shape 0.2 s): one short batch
   // before ready moves that cost from the first request into start-up.
   const warmupIds = tokenizer.encode('lexembed warm-up', { add_special_tokens: true });
-  const worker = new Worker(new URL(entry, import.meta.url), { workerData: { ...options, warmupIds } });
-  const pending = new Map<number, { resolve: (reply: InferenceReply) => void; reject: (e: Error) => void }>();
+  const { lanes: lanesOption = 1, ...workerOptions } = options;
+  const first = await startLane({ ...workerOptions, warmupIds });
+  const { plan } = first.ready;
+  const asked = lanesOption === 'auto' ? (plan.device === 'cpu' && availableParallelism() > 1 ? LANES_AUTO : 1) : lanesOption;
+  const lanes = [first];
+  if (plan.device === 'cpu' && asked > 1) {
+    // The first lane planned for the machine; the others load the same plan's model beside it.
+    const rest = await Promise.allSettled(Array.from({ length: asked - 1 }, () => startLane({ ...workerOptions, warmupIds })));
+    for (const r of rest) if (r.status === 'fulfilled') lanes.push(r.value);
+    const failed = rest.find((r) => r.status === 'rejected');
+    if (failed) {
+      await Promise.all(lanes.map((l) => l.dispose()));
+      throw (failed as PromiseRejectedResult).reason;
+    }
+  }
   let nextId = 0;
+  const threads = options.intraOpNumThreads ?? availableParallelism();
+  const laneNote =
+    lanes.length > 1
+      ? `; ${lanes.length} inference lanes of ${threads} thread${threads === 1 ? '' : 's'}`
+      : asked > 1
+        ? `; one inference lane (--lanes ${asked} applies to the cpu)`
+        : '';
+
+  return {
+    name: `transformers.js (${plan.device === 'webgpu' ? `webgpu on ${plan.adapter?.name}` : plan.device}, worker thread${lanes.length > 1 ? `s ×${lanes.length}` : ''})`,
+    device: plan.device,
+    deviceReason: first.ready.reason + laneNote,
+    plan,
+    // Each lane runs one batch at a time; the next waits in its message queue, so it starts the
+    // moment the last ends rather than after the reply has gone through this thread's event loop.
+    maxBatchesInFlight: BATCHES_PER_LANE * lanes.length,
+    encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
+    decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
+    tokenize: (text) => tokenizer.tokenize(text),
+    async run(batch) {
+      const lane = lanes[pickLane(lanes.map((l) => l.inFlight))]!;
+      const reply = await lane.ask({ type: 'run', id: nextId++, batch: batch.map((seq) => [...seq]) });
+      if (reply.type !== 'vectors') throw new Error(`the inference worker answered a batch with ${reply.type}`);
+      return reply.vectors;
+    },
+    async collectGarbage() {
+      await Promise.all(lanes.map((l) => l.collectGarbage(nextId++)));
+    },
+    async dispose() {
+      await Promise.all(lanes.map((l) => l.dispose(nextId++)));
+    },
+  };
+}
+
+/**
+ * The lane for the next batch: the one with the fewest batches sent and unanswered, the first
+ * among equals (so a lone request always runs on lane 0, whose session is warm).
+ * @example pickLane([1, 0]) // 1
+ */
+export function pickLane(inFlight: readonly number[]): number {
+  let best = 0;
+  for (let i = 1; i < inFlight.length; i++) if (inFlight[i]! < inFlight[best]!) best = i;
+  return best;
+}
+
+interface Lane {
+  readonly ready: Extract<FromInferenceWorker, { type: 'ready' }>;
+  /** Requests sent and not yet answered. */
+  readonly inFlight: number;
+  ask(message: ToInferenceWorker): Promise<InferenceReply>;
+  collectGarbage(id: number): Promise<void>;
+  /** Waits for the batches already sent (or two seconds), then ends the worker. */
+  dispose(id?: number): Promise<void>;
+}
+
+/** One inference worker, loaded and ready. */
+async function startLane(workerData: InferenceWorkerData): Promise<Lane> {
+  // From source (tests, a dev checkout) the worker registers tsx first; built, it is plain JS.
+  const entry = import.meta.url.endsWith('.ts') ? './inference-worker.mjs' : './inference-worker-main.js';
+  const worker = new Worker(new URL(entry, import.meta.url), { workerData });
+  const pending = new Map<number, { resolve: (reply: InferenceReply) => void; reject: (e: Error) => void }>();
   let dead: Error | undefined;
 
   const ready = await new Promise<Extract<FromInferenceWorker, { type: 'ready' }>>((resolve, reject) => {
@@ -63,31 +151,20 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
       worker.postMessage(message);
     });
   };
-
   return {
-    name: `transformers.js (${ready.plan.device === 'webgpu' ? `webgpu on ${ready.plan.adapter?.name}` : ready.plan.device}, worker thread)`,
-    device: ready.plan.device,
-    deviceReason: ready.reason,
-    plan: ready.plan,
-    // The worker runs one batch at a time; the next waits in its message queue, so it starts the
-    // moment the last ends rather than after the reply has gone through this thread's event loop.
-    maxBatchesInFlight: 2,
-    encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
-    decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
-    tokenize: (text) => tokenizer.tokenize(text),
-    async run(batch) {
-      const reply = await ask({ type: 'run', id: nextId++, batch: batch.map((seq) => [...seq]) });
-      if (reply.type !== 'vectors') throw new Error(`the inference worker answered a batch with ${reply.type}`);
-      return reply.vectors;
+    ready,
+    get inFlight() {
+      return pending.size;
     },
-    async collectGarbage() {
-      if (!dead) await ask({ type: 'gc', id: nextId++ });
+    ask,
+    async collectGarbage(id) {
+      if (!dead) await ask({ type: 'gc', id });
     },
-    async dispose() {
+    async dispose(id = -1) {
       if (dead) return;
       // Its own reply, or two seconds: a stuck worker is terminated either way.
       let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([ask({ type: 'dispose', id: nextId++ }).catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 2000)))]);
+      await Promise.race([ask({ type: 'dispose', id }).catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 2000)))]);
       clearTimeout(timer);
       await worker.terminate();
     },
