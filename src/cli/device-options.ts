@@ -17,7 +17,7 @@ export const DEVICE_OPTIONS = {
   lanes: {
     env: 'LEXEMBED_LANES',
     default: 'auto',
-    help: 'inference lanes on the cpu: worker threads each running its own copy of the model, so one batch runs while another is prepared and answered (auto: 2 with two cores or more, 1 on webgpu; each lane costs the model\'s memory again; docs/operating.md has the figures)',
+    help: 'inference lanes on the cpu: worker threads each running its own copy of the model, so one batch runs while another is prepared and answered (auto: 2 with two cores or more, 1 on webgpu; each lane costs the model\'s memory again; docs/gpu.md has the figures)',
   },
 } satisfies OptionSpecs;
 
