@@ -11,16 +11,18 @@
 // shared machine raw alone moved by a quarter from one minute to the next); each round's
 // efficiency is printed beside. Compare figures only within a run. Several server
 // configurations (--serve-args "--lanes 1|--lanes auto") run side by side in the same rounds.
-// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] ["--serve-args=…|…"]
+// --profile: instead, where each server configuration's CPU goes per length (profile-summary.ts).
+// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] ["--serve-args=…|…"] [--profile]
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { cpuSecondsOf } from './process-cpu.ts';
+import { CATEGORIES, profileClock, summariseFolder } from './profile-summary.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     url: { type: 'string', default: '' },
     length: { type: 'string', default: '16' },
     'serve-args': { type: 'string', default: '' },
+    profile: { type: 'boolean', default: false },
   },
 });
 const modelDir = resolve(values.model!);
@@ -137,9 +140,9 @@ function child(role: string, extra: string[], onLine: (line: string) => void = (
   });
 }
 
-async function startServer(args: string): Promise<{ pid: number; url: string; stop: () => void }> {
+async function startServer(args: string, profileDir?: string): Promise<{ pid: number; url: string; stop: () => Promise<void> }> {
   const extra = args.split(' ').filter(Boolean);
-  const p = spawn(process.execPath, [CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const url = await new Promise<string>((resolveUrl, reject) => {
     const onData = (d: Buffer) => {
@@ -151,7 +154,8 @@ async function startServer(args: string): Promise<{ pid: number; url: string; st
     p.stderr!.on('data', onData);
     p.on('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
   });
-  return { pid: p.pid!, url, stop: () => p.kill('SIGTERM') };
+  const exited = new Promise<void>((r) => p.once('exit', () => r()));
+  return { pid: p.pid!, url, stop: () => (p.kill(profileDir ? 'SIGINT' : 'SIGTERM'), exited) };
 }
 
 interface Totals {
@@ -198,10 +202,51 @@ async function main() {
     }
     console.log('(targets: efficiency ≥ 0.90 at every length; server texts/s ≥ 0.90 × raw for short texts)');
   } finally {
-    for (const server of servers) server.stop();
+    await Promise.all(servers.map((server) => server.stop()));
+  }
+}
+
+/**
+ * --profile: per server configuration and length, a fresh server under `node --cpu-prof` takes
+ * one round of the load; its threads' samples within the load are put in categories
+ * (profile-summary.ts) and printed as CPU-ms per text, beside raw onnxruntime's CPU per text.
+ */
+async function profileMain() {
+  const configs = values['serve-args']!.split('|').map((a) => a.trim());
+  const root = mkdtempSync(join(tmpdir(), 'lexembed-profile-'));
+  console.log(`Where the server's CPU goes — model ${modelDir}, ${threads} onnxruntime threads, one ${seconds} s round under node --cpu-prof (which adds its own cost), ${availableParallelism()} cores`);
+  try {
+    for (const length of values.lengths!.split(',').map(Number)) {
+      const raw = JSON.parse(await child('raw', ['--length', String(length)])) as { texts: number; cpu: number };
+      for (const [i, args] of configs.entries()) {
+        const dir = join(root, `${length}-${i}`);
+        const server = await startServer(args, dir);
+        let from = 0;
+        const load = JSON.parse(await child('load', ['--length', String(length), '--url', server.url], (line) => line === 'measure' && (from = profileClock()))) as { texts: number };
+        const to = profileClock();
+        await server.stop();
+        const threads = summariseFolder(dir, [from, to]);
+        const perText = (ms: number) => (ms / load.texts).toFixed(3).padStart(10);
+        console.log(`\n~${length} tokens, ${args || 'defaults'}: ms per text by thread and category (raw onnxruntime: ${((raw.cpu / raw.texts) * 1000).toFixed(3)} CPU-ms a text in all)`);
+        console.log(`${'category'.padEnd(20)}${threads.map((t) => t.thread.padStart(12)).join('')}${'all'.padStart(12)}`);
+        for (const category of CATEGORIES) {
+          const all = threads.reduce((n, t) => n + t.ms.get(category)!, 0);
+          if (all / load.texts < 0.0005) continue;
+          console.log(`${category.padEnd(20)}${threads.map((t) => `  ${perText(t.ms.get(category)!)}`).join('')}  ${perText(all)}`);
+        }
+        const busy = (t: (typeof threads)[number]) => [...t.ms].reduce((n, [c, v]) => n + (c === 'idle' ? 0 : v), 0);
+        console.log(`${'busy (all but idle)'.padEnd(20)}${threads.map((t) => `  ${perText(busy(t))}`).join('')}  ${perText(threads.reduce((n, t) => n + busy(t), 0))}`);
+      }
+    }
+    console.log(
+      "\n(the profiler samples each thread's time while it runs or waits for a core, so these are not CPU time, which bench:cpu without --profile measures; onnxruntime's own pool threads have no profile: their share of the model shows in bench:cpu's process CPU)",
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 }
 
 if (values.role === 'raw') await rawRole();
 else if (values.role === 'load') await loadRole();
+else if (values.profile) await profileMain();
 else await main();
