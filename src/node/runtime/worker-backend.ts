@@ -78,7 +78,8 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),
     async run(batch) {
-      const lane = lanes[pickLane(lanes.map((l) => l.inFlight))]!;
+      // A lane whose worker ended takes no more batches while another still runs.
+      const lane = lanes[pickLane(lanes.map((l) => (l.alive ? l.inFlight : Number.POSITIVE_INFINITY)))]!;
       const reply = await lane.ask({ type: 'run', id: nextId++, batch: batch.map((seq) => [...seq]) });
       if (reply.type !== 'vectors') throw new Error(`the inference worker answered a batch with ${reply.type}`);
       return reply.vectors;
@@ -107,6 +108,8 @@ interface Lane {
   readonly ready: Extract<FromInferenceWorker, { type: 'ready' }>;
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
+  /** False once the worker has ended or failed. */
+  readonly alive: boolean;
   ask(message: ToInferenceWorker): Promise<InferenceReply>;
   collectGarbage(id: number): Promise<void>;
   /** Waits for the batches already sent (or two seconds), then ends the worker. */
@@ -155,6 +158,9 @@ async function startLane(workerData: InferenceWorkerData): Promise<Lane> {
     ready,
     get inFlight() {
       return pending.size;
+    },
+    get alive() {
+      return !dead;
     },
     ask,
     async collectGarbage(id) {

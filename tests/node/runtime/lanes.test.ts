@@ -15,6 +15,11 @@ describe('pickLane', () => {
     expect(pickLane([1, 1, 0])).toBe(2);
     expect(pickLane([2, 1, 1])).toBe(1);
   });
+
+  it('passes over a lane whose worker ended (counted as infinitely busy) while another runs', () => {
+    expect(pickLane([Number.POSITIVE_INFINITY, 3])).toBe(1);
+    expect(pickLane([Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY])).toBe(0);
+  });
 });
 
 describe('inference lanes on the test model', () => {
