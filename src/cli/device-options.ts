@@ -3,8 +3,6 @@ import { z } from 'zod';
 import { GPU_DTYPES, SERVER_DEVICES } from '../node/runtime/webgpu/decide.ts';
 import type { OptionSpecs } from './options.ts';
 
-const LANES_ERROR = 'must be "auto" or an integer from 1 to 64';
-
 export const DEVICE_OPTIONS = {
   device: { env: 'LEXEMBED_DEVICE', default: 'auto', help: 'auto (WebGPU on a hardware adapter, else cpu), webgpu (stops if no adapter) or cpu (onnxruntime-node)' },
   'gpu-adapter': { env: 'LEXEMBED_GPU_ADAPTER', default: '', help: 'use the WebGPU adapter whose name contains this text, e.g. NVIDIA (default: the high-performance one; a non-default one implies --webgpu-runtime web)' },
@@ -14,11 +12,6 @@ export const DEVICE_OPTIONS = {
     default: 'auto',
     help: 'precision on WebGPU: auto (fp16 where the adapter has shader-f16 and the model folder has onnx/model_fp16.onnx, made by model/make_fp16.py; else fp32), fp16 (stops if it cannot be had) or fp32; the cpu path runs fp32',
   },
-  lanes: {
-    env: 'LEXEMBED_LANES',
-    default: 'auto',
-    help: 'inference lanes on the cpu: worker threads each running its own copy of the model, so one batch runs while another is prepared and answered (auto: 2 with two cores or more, 1 on webgpu; each lane costs the model\'s memory again; docs/gpu.md has the figures)',
-  },
 } satisfies OptionSpecs;
 
 export const DeviceConfigSchema = z.object({
@@ -26,10 +19,9 @@ export const DeviceConfigSchema = z.object({
   'gpu-adapter': z.string(),
   'webgpu-runtime': z.enum(['native', 'web'], { error: 'must be "native" or "web"' }),
   dtype: z.enum(GPU_DTYPES, { error: 'must be "auto", "fp32" or "fp16"' }),
-  lanes: z.union([z.literal('auto'), z.coerce.number().int({ error: LANES_ERROR }).min(1, { error: LANES_ERROR }).max(64, { error: LANES_ERROR })], { error: LANES_ERROR }),
 });
 
 /** The loadModelFolder options the device flags stand for. */
 export function deviceOptions(config: z.output<typeof DeviceConfigSchema>) {
-  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined, webgpuRuntime: config['webgpu-runtime'], gpuDtype: config.dtype, lanes: config.lanes };
+  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined, webgpuRuntime: config['webgpu-runtime'], gpuDtype: config.dtype };
 }

@@ -25,6 +25,11 @@ export const SERVE_OPTIONS = {
   'docs-url': { env: 'LEXEMBED_DOCS_URL', default: '', help: 'base of problem type URIs (default: /docs on the origin each request came to)' },
   'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), help: 'largest request body accepted (413 above)' },
   threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads of each inference lane (0: one per core)' },
+  lanes: {
+    env: 'LEXEMBED_LANES',
+    default: 'auto',
+    help: 'inference lanes on the cpu: worker threads each running its own copy of the model, so one batch runs while another is prepared and answered (auto: 2 with two cores or more, 1 on webgpu; lexembed embed runs 1; each lane costs the model\'s memory again; docs/gpu.md has the figures)',
+  },
   'thread-spinning': {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',
@@ -60,6 +65,7 @@ export const SERVE_OPTIONS = {
 };
 
 const AUTO_OR_INT = 'must be "auto" or a positive integer';
+const LANES_ERROR = 'must be "auto" or an integer from 1 to 64';
 const autoOrPositiveInt = z.union([z.literal('auto'), z.coerce.number().int({ error: AUTO_OR_INT }).positive({ error: AUTO_OR_INT })], { error: AUTO_OR_INT });
 
 const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).extend({
@@ -75,6 +81,7 @@ const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).ext
   'max-queue-tokens': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
   'thread-spinning': z.enum(['on', 'off'], { error: 'must be "on" or "off"' }),
+  lanes: z.union([z.literal('auto'), z.coerce.number().int({ error: LANES_ERROR }).min(1, { error: LANES_ERROR }).max(64, { error: LANES_ERROR })], { error: LANES_ERROR }),
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
   'no-dev-key': z.boolean(),
@@ -125,6 +132,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   const embedder = loadModelFolder(config.model, {
     modelName: config['model-name'] || undefined,
     threads: config.threads || undefined,
+    lanes: config.lanes,
     threadSpinning: config['thread-spinning'] === 'on',
     inference: config.inference,
     ...deviceOptions(config),
