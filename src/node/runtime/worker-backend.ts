@@ -59,17 +59,16 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
   }
   let nextId = 0;
   const threads = options.intraOpNumThreads ?? availableParallelism();
-  const laneNote =
-    lanes.length > 1
-      ? `; ${lanes.length} inference lanes of ${threads} thread${threads === 1 ? '' : 's'}`
-      : asked > 1
-        ? `; one inference lane (--lanes ${asked} applies to the cpu)`
-        : '';
+  // In the name ("model … loaded … on <name>"); the device line keeps saying only where and why.
+  const where =
+    plan.device === 'webgpu'
+      ? `webgpu on ${plan.adapter?.name}, worker thread${asked > 1 ? `; --lanes ${asked} applies to the cpu only` : ''}`
+      : lanes.length > 1 ? `${plan.device}, ${lanes.length} inference lanes of ${threads} thread${threads === 1 ? '' : 's'}` : `${plan.device}, worker thread`;
 
   return {
-    name: `transformers.js (${plan.device === 'webgpu' ? `webgpu on ${plan.adapter?.name}` : plan.device}, worker thread${lanes.length > 1 ? `s ×${lanes.length}` : ''})`,
+    name: `transformers.js (${where})`,
     device: plan.device,
-    deviceReason: first.ready.reason + laneNote,
+    deviceReason: first.ready.reason,
     plan,
     // Each lane runs one batch at a time; the next waits in its message queue, so it starts the
     // moment the last ends rather than after the reply has gone through this thread's event loop.
