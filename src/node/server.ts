@@ -50,6 +50,12 @@ const SETTLE_QUIET_MS = 100;
  * had already arrived is read well within it, so only really idle connections are closed.
  */
 const IDLE_GRACE_MS = 1_000;
+/**
+ * …and how long a connection that has not yet sent a request is kept: one accepted in the
+ * drain's first moments may be a request whose bytes this process has not had the time to read
+ * (on a loaded machine the event loop can fall a second behind), and closing it resets the client.
+ */
+const FIRST_REQUEST_GRACE_MS = 5_000;
 /** How long a refused connection may go on sending before it is dropped. */
 const REFUSED_LINGER_MS = 5_000;
 
@@ -58,7 +64,7 @@ export function startServer(app: FetchApp, options: ServerOptions): Promise<Runn
   let docsUrl = options.docsUrl ?? '/docs';
   const pending = new Set<ServerResponse>();
   /** Per open connection: requests in flight, and since when it has had none. */
-  const connections = new Map<Socket, { inFlight: number; idleSince: number }>();
+  const connections = new Map<Socket, { inFlight: number; idleSince: number; requests: number }>();
   let lastConnectionAt = 0;
   let accepted = 0;
   let draining = false;
@@ -70,24 +76,24 @@ export function startServer(app: FetchApp, options: ServerOptions): Promise<Runn
   http.on('connection', (socket: Socket) => {
     lastConnectionAt = performance.now();
     accepted++;
-    connections.set(socket, { inFlight: 0, idleSince: lastConnectionAt });
+    connections.set(socket, { inFlight: 0, idleSince: lastConnectionAt, requests: 0 });
     socket.once('close', () => connections.delete(socket));
   });
   // Runs before the app's listener: every received request is tracked until its answer is sent.
   http.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     pending.add(res);
     const connection = connections.get(req.socket);
-    if (connection) connection.inFlight++;
+    if (connection) (connection.inFlight++, connection.requests++);
     res.once('close', () => {
       pending.delete(res);
       if (connection) (connection.inFlight--, (connection.idleSince = performance.now()));
     });
     if (draining) res.setHeader('connection', 'close');
   });
-  /** Ends connections that have had no request in flight for IDLE_GRACE_MS (bytes on their way are read well within it). */
+  /** Ends connections with no request in flight for IDLE_GRACE_MS, or FIRST_REQUEST_GRACE_MS if none has come on them yet. */
   const closeQuietConnections = () => {
     const now = performance.now();
-    for (const [socket, c] of connections) if (c.inFlight === 0 && now - c.idleSince >= IDLE_GRACE_MS) socket.destroy();
+    for (const [socket, c] of connections) if (c.inFlight === 0 && now - c.idleSince >= (c.requests ? IDLE_GRACE_MS : FIRST_REQUEST_GRACE_MS)) socket.destroy();
   };
   http.on('clientError', (error: Error & { code?: string }, socket: Socket) => refuseMalformed(error, socket, maxHeaderBytes, docsUrl));
 

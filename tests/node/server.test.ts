@@ -1,5 +1,6 @@
 // The real Node server (the `lexembed serve` process) on a free port, called over HTTP.
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { startServe } from '../support/cli.ts';
@@ -84,5 +85,26 @@ describe('startServer drain (the Node adapter in process)', () => {
     expect([res.status, res.headers.get('content-type'), res.headers.get('retry-after'), res.headers.get('connection')]).toEqual([503, 'application/problem+json', '1', 'close']);
     expect((await res.json()).detail).toMatch(/^the server is shutting down and could not finish this request within its 0.3 s drain/);
     await expect(fetch(`${server.url}/quick`)).rejects.toThrow();
+  });
+
+  it('answers a request that comes on a connection accepted before the drain but read later than the idle grace (a loaded server falls behind)', async () => {
+    const { startServer } = await import('../../src/node/server.ts');
+    const server = await startServer({ fetch: () => new Response('ok') }, { port: 0, host: '127.0.0.1' });
+    const { port } = new URL(server.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    let reply = '';
+    socket.on('data', (d: Buffer) => (reply += d));
+    const ended = new Promise<string>((r) => socket.once('close', (hadError) => r(hadError ? 'reset' : 'closed')));
+    socket.on('error', () => {});
+    const drained = server.close(10_000);
+    // The request's bytes come 1.5 s into the drain: longer than a connection that has served a
+    // request is kept idle (1 s), as when this process could not read them sooner.
+    await new Promise((r) => setTimeout(r, 1_500));
+    socket.write('GET /late HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await ended).toBe('closed');
+    expect(reply).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(reply.toLowerCase()).toContain('connection: close');
+    expect(await drained).toEqual({ unfinished: 0 });
   });
 });
