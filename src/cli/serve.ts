@@ -27,9 +27,10 @@ export const SERVE_OPTIONS = {
   threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads of each inference lane (0: one per core)' },
   lanes: {
     env: 'LEXEMBED_LANES',
-    default: 'auto',
-    help: 'inference lanes on the cpu: worker threads each running its own copy of the model, so one batch runs while another is prepared and answered (auto: 2 with two cores or more, 1 on webgpu; lexembed embed runs 1; each lane costs the model\'s memory again; docs/gpu.md has the figures)',
+    default: '1',
+    help: "inference lanes on the cpu: worker threads each running its own copy of the model; 2 gave 1.05-1.17x the texts/s for requests of many texts on 2 cores, but fewer requests/s for many concurrent one-text requests (queries), and each lane costs the model's memory again (docs/gpu.md has the figures); webgpu runs 1",
   },
+
   'thread-spinning': {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',
@@ -65,7 +66,7 @@ export const SERVE_OPTIONS = {
 };
 
 const AUTO_OR_INT = 'must be "auto" or a positive integer';
-const LANES_ERROR = 'must be "auto" or an integer from 1 to 64';
+const LANES_ERROR = 'must be an integer from 1 to 64';
 const autoOrPositiveInt = z.union([z.literal('auto'), z.coerce.number().int({ error: AUTO_OR_INT }).positive({ error: AUTO_OR_INT })], { error: AUTO_OR_INT });
 
 const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).extend({
@@ -81,7 +82,7 @@ const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).ext
   'max-queue-tokens': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
   'thread-spinning': z.enum(['on', 'off'], { error: 'must be "on" or "off"' }),
-  lanes: z.union([z.literal('auto'), z.coerce.number().int({ error: LANES_ERROR }).min(1, { error: LANES_ERROR }).max(64, { error: LANES_ERROR })], { error: LANES_ERROR }),
+  lanes: z.coerce.number({ error: LANES_ERROR }).int({ error: LANES_ERROR }).min(1, { error: LANES_ERROR }).max(64, { error: LANES_ERROR }),
   threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'no-auth': z.boolean(),
   'no-dev-key': z.boolean(),

@@ -36,9 +36,9 @@ export interface LoadModelOptions {
   readonly threads?: number;
   /**
    * Inference lanes on the CPU: worker threads each running a session of its own (default 1;
-   * auto: LANES_AUTO, see worker-backend.ts). A GPU plan, and --inference main, run one.
+   * worker-backend.ts). A GPU plan, and --inference main, run one.
    */
-  readonly lanes?: number | 'auto';
+  readonly lanes?: number;
   /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/backend/transformers-backend.ts). */
   readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
@@ -100,7 +100,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     poolInJs: process.env.LEXEMBED_GPU_POOLING === 'js',
     batch: options.batch ?? {},
   };
-  if (options.inference === 'main' && typeof options.lanes === 'number' && options.lanes > 1) {
+  if (options.inference === 'main' && (options.lanes ?? 1) > 1) {
     throw new Error(`--lanes ${options.lanes} runs the model in ${options.lanes} worker threads; use --inference worker (the default) with it, or --lanes 1`);
   }
   let backend = await (options.inference === 'main' ? createMainThreadBackend(backendOptions, request, folder) : createWorkerBackend({ ...backendOptions, request, lanes: options.lanes }));

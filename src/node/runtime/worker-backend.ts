@@ -20,20 +20,16 @@ export type PlannedBackend = EmbeddingBackend & { readonly plan: InferencePlan }
 
 /** Batches each lane holds: one running, the next waiting in its message queue. */
 const BATCHES_PER_LANE = 2;
-/**
- * Lanes under auto on the CPU (with two cores or more; one on a GPU or a single core). One lane's
- * worker thread ran its share of the model plus every serial operator and its JavaScript, and
- * was the bottleneck while the cores had room. Measured on 2 cores (npm run bench:cpu, bundled
- * hybrid, same run): texts/s 1.18× one lane's at ~16 tokens, 1.05× at ~128, 1.14× at ~512; a lone
- * request as fast (lane 0's session still has every core); ~0.35–0.45 GB more memory.
- */
-export const LANES_AUTO = 2;
 
 /**
  * `lanes` workers, each with a session of its own (CPU only; a GPU plan runs one): the scheduler
  * keeps every lane fed, so one lane's JavaScript and serial operators overlap another's model run.
+ * Measured on 2 cores (bundled hybrid; docs/gpu.md): two lanes gave 1.05–1.17× the texts/s of one
+ * for requests of 16 texts, but 0.82–0.94× the requests/s for 64 clients sending one short text
+ * each, where the event loop is the bottleneck and more model threads compete with it; so one
+ * lane is the default.
  */
-export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'> & { readonly lanes?: number | 'auto' }): Promise<PlannedBackend> {
+export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'> & { readonly lanes?: number }): Promise<PlannedBackend> {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.localModelPath = options.localModelPath;
@@ -42,10 +38,9 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
   // hybrid model's first one-text batch 1.1 s, the next of another shape 0.2 s): one short batch
   // before ready moves that cost from the first request into start-up.
   const warmupIds = tokenizer.encode('lexembed warm-up', { add_special_tokens: true });
-  const { lanes: lanesOption = 1, ...workerOptions } = options;
+  const { lanes: asked = 1, ...workerOptions } = options;
   const first = await startLane({ ...workerOptions, warmupIds });
   const { plan } = first.ready;
-  const asked = lanesOption === 'auto' ? (plan.device === 'cpu' && availableParallelism() > 1 ? LANES_AUTO : 1) : lanesOption;
   const lanes = [first];
   if (plan.device === 'cpu' && asked > 1) {
     // The first lane planned for the machine; the others load the same plan's model beside it.
