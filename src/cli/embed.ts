@@ -208,7 +208,8 @@ async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | nu
     };
   }
   // Batch limits on auto, as serve's (batch-plan.ts): fixed on the CPU, measured at load on WebGPU.
-  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' } });
+  // One batch at a time: a resumed run must write the very vectors an uninterrupted one would (load-model.ts).
+  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' }, oneBatchAtATime: true });
   if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
   if (dimensions !== null && dimensions > embedder.maxDimensions) {
     await embedder.dispose();

@@ -91,7 +91,7 @@ describe('lexembed embed', () => {
     expect(new Set(rows.map((r) => r.id)).size).toBe(n);
     const byId = new Map(readOut(reference).map((r) => [r.id, r.embedding]));
     for (const r of rows) expect(r.embedding).toEqual(byId.get(r.id));
-  });
+  }, 120_000); // several lexembed processes, each loading a model (~5 s each on 2 cores)
 
   it('--chunk-tokens: 1,000 long documents as chunk rows with offsets, killed twice and resumed with nothing lost or repeated', async () => {
     const input = join(dir, 'long.jsonl');
@@ -201,7 +201,7 @@ describe('lexembed embed', () => {
     // An output with rows but no settings file cannot be checked.
     rmSync(`${output}.meta.json`);
     expect((await embedStatic(input, output, '--dimensions', '64')).stderr).toContain('has rows but no');
-  });
+  }, 120_000); // several lexembed processes, each loading a model (~5 s each on 2 cores)
 
   it('validates --dimensions as the server does, counts truncated texts, warns on an empty input', async () => {
     const input = join(dir, 'long.jsonl');
@@ -222,7 +222,7 @@ describe('lexembed embed', () => {
     const none = await embedStatic(empty, join(dir, 'none.jsonl'));
     expect(none.code).toBe(0);
     expect(none.stderr).toContain('warning: ' + empty + ' has no rows to embed');
-  });
+  }, 120_000); // several lexembed processes, each loading a model (~5 s each on 2 cores)
 
   it('Ctrl-C stops after the batch being written and says how to resume', async () => {
     const input = join(dir, 'sigint.jsonl');

@@ -39,6 +39,12 @@ export interface LoadModelOptions {
    * worker-backend.ts). A GPU plan, and --inference main, run one.
    */
   readonly lanes?: number;
+  /**
+   * Send the inference worker one batch at a time instead of holding the next in its queue
+   * (lexembed embed: with two in flight, a resumed --chunk-tokens run's rows differed from an
+   * uninterrupted run's in the last bit of some components; one at a time they are identical).
+   */
+  readonly oneBatchAtATime?: boolean;
   /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/backend/transformers-backend.ts). */
   readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
@@ -103,7 +109,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   if (options.inference === 'main' && (options.lanes ?? 1) > 1) {
     throw new Error(`--lanes ${options.lanes} runs the model in ${options.lanes} worker threads; use --inference worker (the default) with it, or --lanes 1`);
   }
-  let backend = await (options.inference === 'main' ? createMainThreadBackend(backendOptions, request, folder) : createWorkerBackend({ ...backendOptions, request, lanes: options.lanes }));
+  let backend = await (options.inference === 'main' ? createMainThreadBackend(backendOptions, request, folder) : createWorkerBackend({ ...backendOptions, request, lanes: options.lanes, oneBatchAtATime: options.oneBatchAtATime }));
   try {
     const batch = await applyBatchRule(backend.plan.batch, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
     if (batch.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` };

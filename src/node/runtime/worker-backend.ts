@@ -18,7 +18,7 @@ export interface InferenceWorkerData extends TransformersBackendOptions {
 /** A backend with the plan it was loaded by (the batch rule in it is applied by the caller: batch-plan.ts). */
 export type PlannedBackend = EmbeddingBackend & { readonly plan: InferencePlan };
 
-/** Batches each lane holds: one running, the next waiting in its message queue. */
+/** Batches each lane holds: one running, the next waiting in its message queue (unless `oneBatchAtATime`). */
 const BATCHES_PER_LANE = 2;
 
 /**
@@ -29,7 +29,7 @@ const BATCHES_PER_LANE = 2;
  * each, where the event loop is the bottleneck and more model threads compete with it; so one
  * lane is the default.
  */
-export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'> & { readonly lanes?: number }): Promise<PlannedBackend> {
+export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'> & { readonly lanes?: number; readonly oneBatchAtATime?: boolean }): Promise<PlannedBackend> {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.localModelPath = options.localModelPath;
@@ -38,7 +38,7 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
   // hybrid model's first one-text batch 1.1 s, the next of another shape 0.2 s): one short batch
   // before ready moves that cost from the first request into start-up.
   const warmupIds = tokenizer.encode('lexembed warm-up', { add_special_tokens: true });
-  const { lanes: asked = 1, ...workerOptions } = options;
+  const { lanes: asked = 1, oneBatchAtATime = false, ...workerOptions } = options;
   const first = await startLane({ ...workerOptions, warmupIds });
   const { plan } = first.ready;
   const lanes = [first];
@@ -67,7 +67,7 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
     plan,
     // Each lane runs one batch at a time; the next waits in its message queue, so it starts the
     // moment the last ends rather than after the reply has gone through this thread's event loop.
-    maxBatchesInFlight: BATCHES_PER_LANE * lanes.length,
+    maxBatchesInFlight: (oneBatchAtATime ? 1 : BATCHES_PER_LANE) * lanes.length,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),
