@@ -10,7 +10,7 @@
 // cores). Raw and server alternate for --rounds rounds per length and the figures sum them (on a
 // shared machine raw alone moved by a quarter from one minute to the next); each round's
 // efficiency is printed beside. Compare figures only within a run. Several server
-// configurations (--serve-args "--lanes 1|--lanes auto") run side by side in the same rounds.
+// configurations (--serve-args "--lanes 1|--lanes 2") run side by side in the same rounds.
 // --profile: instead, where each server configuration's CPU goes per length (profile-summary.ts).
 // Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] ["--serve-args=…|…"] [--profile]
 import { spawn } from 'node:child_process';
@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { cpuSecondsOf } from './process-cpu.ts';
-import { CATEGORIES, profileClock, summariseFolder } from './profile-summary.ts';
+import { busyMs, CATEGORIES, profileClock, summariseFolder } from './profile-summary.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -43,6 +43,8 @@ const { values } = parseArgs({
   },
 });
 const modelDir = resolve(values.model!);
+/** The server configurations: --serve-args, several separated by |. */
+const configs = values['serve-args']!.split('|').map((a) => a.trim());
 const seconds = Number(values.seconds);
 const threads = Number(values.threads);
 
@@ -167,11 +169,10 @@ interface Totals {
 }
 
 async function main() {
-  // Each server configuration (--serve-args, several separated by |) runs beside the others and raw, rounds alternating.
-  const configs = values['serve-args']!.split('|').map((a) => a.trim());
+  // Each server configuration runs beside the others and raw, rounds alternating.
   console.log(`CPU per text — model ${modelDir}, ${threads} onnxruntime threads, ${values.rounds} rounds of ${seconds} s per measurement, ${availableParallelism()} cores`);
   const servers = [];
-  for (const args of configs) servers.push({ args, ...(await startServer(args)) });
+  for (const args of configs) servers.push(await startServer(args));
   console.log('tokens  server                 raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s  load-gen cpu-ms/text   efficiency by round');
   try {
     for (const length of values.lengths!.split(',').map(Number)) {
@@ -209,10 +210,9 @@ async function main() {
 /**
  * --profile: per server configuration and length, a fresh server under `node --cpu-prof` takes
  * one round of the load; its threads' samples within the load are put in categories
- * (profile-summary.ts) and printed as CPU-ms per text, beside raw onnxruntime's CPU per text.
+ * (profile-summary.ts) and printed as thread time per text, beside raw onnxruntime's CPU per text.
  */
 async function profileMain() {
-  const configs = values['serve-args']!.split('|').map((a) => a.trim());
   const root = mkdtempSync(join(tmpdir(), 'lexembed-profile-'));
   console.log(`Where the server's CPU goes — model ${modelDir}, ${threads} onnxruntime threads, one ${seconds} s round under node --cpu-prof (which adds its own cost), ${availableParallelism()} cores`);
   try {
@@ -234,8 +234,7 @@ async function profileMain() {
           if (all / load.texts < 0.0005) continue;
           console.log(`${category.padEnd(20)}${threads.map((t) => `  ${perText(t.ms.get(category)!)}`).join('')}  ${perText(all)}`);
         }
-        const busy = (t: (typeof threads)[number]) => [...t.ms].reduce((n, [c, v]) => n + (c === 'idle' ? 0 : v), 0);
-        console.log(`${'busy (all but idle)'.padEnd(20)}${threads.map((t) => `  ${perText(busy(t))}`).join('')}  ${perText(threads.reduce((n, t) => n + busy(t), 0))}`);
+        console.log(`${'busy (all but idle)'.padEnd(20)}${threads.map((t) => `  ${perText(busyMs(t.ms))}`).join('')}  ${perText(threads.reduce((n, t) => n + busyMs(t.ms), 0))}`);
       }
     }
     console.log(

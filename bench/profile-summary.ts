@@ -33,6 +33,9 @@ const RULES: [Category, (name: string, url: string) => boolean][] = [
   ['HTTP and streams', (n, u) => /@hono\/node-server|\/hono\/|^node:(_http|http|net|stream|internal\/streams|internal\/http)/.test(u) || /^(writev|writeBuffer|writeUtf8String|read|onStreamRead)$/.test(n)],
 ];
 
+/** A thread's time in every category but idle (ms). */
+export const busyMs = (ms: ReadonlyMap<Category, number>) => [...ms].reduce((n, [c, v]) => n + (c === 'idle' ? 0 : v), 0);
+
 /** Now on the clock the profiles' times are on (µs), to mark a window from another process. */
 export const profileClock = () => Number(process.hrtime.bigint() / 1000n);
 
@@ -66,10 +69,9 @@ export function summariseFolder(dir: string, window: readonly [number, number]):
     .filter((f) => f.endsWith('.cpuprofile'))
     .map((f) => ({ f, thread: Number(f.split('.')[4]) }))
     .sort((a, b) => a.thread - b.thread);
-  const busy = (ms: Map<Category, number>) => [...ms].reduce((n, [c, v]) => n + (c === 'idle' ? 0 : v), 0);
   let lane = 0;
   return files
     .map(({ f, thread }) => ({ thread, ms: categorise(JSON.parse(readFileSync(join(dir, f), 'utf8')) as CpuProfile, window) }))
-    .filter(({ thread, ms }) => thread === 0 || busy(ms) > 50) // loader threads that did next to nothing
+    .filter(({ thread, ms }) => thread === 0 || busyMs(ms) > 50) // loader threads that did next to nothing
     .map(({ thread, ms }) => ({ thread: thread === 0 ? 'event loop' : ms.get('model run')! > 0 ? `lane ${lane++}` : `thread ${thread}`, ms }));
 }

@@ -30,7 +30,6 @@ export const SERVE_OPTIONS = {
     default: '1',
     help: "inference lanes on the cpu: worker threads each running its own copy of the model; 2 gave 1.05-1.17x the texts/s for requests of many texts on 2 cores, but fewer requests/s for many concurrent one-text requests (queries), and each lane costs the model's memory again (docs/gpu.md has the figures); webgpu runs 1",
   },
-
   'thread-spinning': {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',

@@ -33,7 +33,7 @@ describe('inference lanes on the test model', () => {
     expect(one.backendName).toBe('transformers.js (cpu, worker thread)');
   });
 
-  it('gives every text the same vector, to the bit, as one lane does, with requests spread over both lanes', async () => {
+  it('gives every text the same vector, to the bit, as one lane does, under more concurrent batches than one lane holds', async () => {
     // Eight concurrent requests of different lengths: more batches than one lane holds at once.
     const requests = Array.from({ length: 8 }, (_, r) => Array.from({ length: 6 }, (_, k) => `clause ${r}.${k} ${'the lessee shall indemnify the lessor '.repeat(1 + ((r + k) % 5))}`));
     const [a, b] = await Promise.all([one, two].map((e) => Promise.all(requests.map((texts) => e.embed(input(texts))))));
