@@ -5,8 +5,8 @@
 // account whose monthly quota are set high enough never to refuse (so every check runs), on the
 // file store and, where redis-server is installed, on Redis. Prints texts/s and on ÷ off
 // (target ≥ 0.98) over all rounds, the ratio of each round (how much the machine moved them),
-// and each server's own CPU per request (every thread, from /proc): what metering costs the
-// server, which the shared machine's noise moves far less than throughput.
+// and each server's own CPU per request (every thread, from /proc), with Redis's beside it where
+// Redis is the store: what metering costs the machine, which its noise moves far less than throughput.
 // Usage: npm run bench:metering -- [--model <dir>] [--duration 5] [--rounds 6]
 import autocannon from 'autocannon';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -28,6 +28,8 @@ export interface MeteringRow {
   /** The server's CPU milliseconds per answered request (every thread of its process). */
   readonly cpu_ms_per_request: number;
   readonly errors: number;
+  /** Redis's own CPU milliseconds per answered request while this server ran (Redis rows only). */
+  readonly redis_cpu_ms_per_request?: number;
   /** on ÷ off texts/s of each round (the 'on' rows only). */
   readonly round_ratios?: number[];
 }
@@ -58,15 +60,24 @@ export async function benchMetering(options: { model: string; duration: number; 
         cases.push({ store: store.name, usage, url, key, pid: child.pid! });
       }
     }
-    const totals = new Map<string, { ok: number; seconds: number; cpu: number; errors: number; rounds: number[] }>();
+    const totals = new Map<string, { ok: number; seconds: number; cpu: number; redisCpu: number; errors: number; rounds: number[] }>();
     for (let round = 0; round < options.rounds; round++) {
       // Alternate the order each round, so neither setting always runs on a warmer machine.
       for (const c of round % 2 ? [...cases].reverse() : cases) {
         const cpu0 = cpuSecondsOf(c.pid);
+        const redisCpu0 = redis ? cpuSecondsOf(redis.pid!) : 0;
         const r = await load(c.url, c.key, texts, options.duration);
         const cpu = cpuSecondsOf(c.pid) - cpu0;
-        const t = totals.get(`${c.store}/${c.usage}`) ?? { ok: 0, seconds: 0, cpu: 0, errors: 0, rounds: [] };
-        totals.set(`${c.store}/${c.usage}`, { ok: t.ok + r.ok, seconds: t.seconds + options.duration, cpu: t.cpu + cpu, errors: t.errors + r.errors, rounds: [...t.rounds, r.ok / options.duration] });
+        const redisCpu = redis ? cpuSecondsOf(redis.pid!) - redisCpu0 : 0;
+        const t = totals.get(`${c.store}/${c.usage}`) ?? { ok: 0, seconds: 0, cpu: 0, redisCpu: 0, errors: 0, rounds: [] };
+        totals.set(`${c.store}/${c.usage}`, {
+          ok: t.ok + r.ok,
+          seconds: t.seconds + options.duration,
+          cpu: t.cpu + cpu,
+          redisCpu: t.redisCpu + redisCpu,
+          errors: t.errors + r.errors,
+          rounds: [...t.rounds, r.ok / options.duration],
+        });
       }
     }
     const rows: MeteringRow[] = cases.map((c) => {
@@ -77,19 +88,24 @@ export async function benchMetering(options: { model: string; duration: number; 
         usage: c.usage,
         texts_per_s: t.ok / t.seconds,
         cpu_ms_per_request: (t.cpu / t.ok) * 1000,
+        ...(c.store === 'redis' ? { redis_cpu_ms_per_request: (t.redisCpu / t.ok) * 1000 } : {}),
         errors: t.errors,
         ...(c.usage === 'on' ? { round_ratios: t.rounds.map((rate, i) => rate / off.rounds[i]!) } : {}),
       };
     });
     console.log(`\nmetering: short texts (~12 words), one per request, c=64, same run, ${options.rounds} alternating rounds of ${options.duration} s`);
-    console.log('store  usage  texts/s  server cpu-ms/request  errors');
-    for (const r of rows) console.log(`${r.store.padEnd(6)} ${r.usage.padEnd(5)} ${r.texts_per_s.toFixed(1).padStart(8)}  ${r.cpu_ms_per_request.toFixed(3).padStart(21)}  ${r.errors}`);
+    console.log('store  usage  texts/s  server cpu-ms/request  redis cpu-ms/request  errors');
+    for (const r of rows) {
+      const redisCpu = r.redis_cpu_ms_per_request === undefined ? '-' : r.redis_cpu_ms_per_request.toFixed(3);
+      console.log(`${r.store.padEnd(6)} ${r.usage.padEnd(5)} ${r.texts_per_s.toFixed(1).padStart(8)}  ${r.cpu_ms_per_request.toFixed(3).padStart(21)}  ${redisCpu.padStart(20)}  ${r.errors}`);
+    }
     for (const store of stores) {
       const on = rows.find((r) => r.store === store.name && r.usage === 'on')!;
       const off = rows.find((r) => r.store === store.name && r.usage === 'off')!;
       console.log(
         `metering on ÷ off, ${store.name} store: ${(on.texts_per_s / off.texts_per_s).toFixed(3)} texts/s (target ≥ 0.98; rounds ${on.round_ratios!.map((x) => x.toFixed(2)).join(' ')}), ` +
-          `server CPU per request × ${(on.cpu_ms_per_request / off.cpu_ms_per_request).toFixed(3)}`,
+          `server CPU per request × ${(on.cpu_ms_per_request / off.cpu_ms_per_request).toFixed(3)}` +
+          (on.redis_cpu_ms_per_request === undefined ? '' : `, server + Redis × ${((on.cpu_ms_per_request + on.redis_cpu_ms_per_request) / (off.cpu_ms_per_request + off.redis_cpu_ms_per_request!)).toFixed(3)}`),
       );
     }
     return rows;

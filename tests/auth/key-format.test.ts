@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checksumOf, generateApiKey, hashApiKey, parseApiKey } from '../../src/auth/key-format.ts';
+import { createHashCache } from '../../src/auth/service.ts';
 
 describe('API key format', () => {
   it('generates lxk_v1_<32 base62>_<6 base62> keys that parse', () => {
@@ -35,5 +36,20 @@ describe('API key format', () => {
 
   it('hashes with SHA-256 (hex)', async () => {
     expect(await hashApiKey('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  it('remembers hashes of presented keys: the same hash as hashApiKey, at most `size` keys, oldest out first', async () => {
+    const [a, b, c] = Array.from({ length: 3 }, generateApiKey);
+    const hashed: string[] = [];
+    const hash = createHashCache(2, (key) => {
+      hashed.push(key);
+      return hashApiKey(key);
+    });
+    for (const key of [a, b, a, b]) expect(await hash(key)).toBe(await hashApiKey(key));
+    expect(hashed).toEqual([a, b]);
+    await hash(c); // full: a, the oldest, goes
+    await hash(b);
+    await hash(a);
+    expect(hashed).toEqual([a, b, c, a]);
   });
 });

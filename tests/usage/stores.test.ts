@@ -76,6 +76,49 @@ function describeUsageStore(name: string, open: () => Promise<UsageStore>) {
       }
     });
 
+    it('answers takes and records made in the same turn each in order (Redis sends them in one call)', async () => {
+      const store = await open();
+      try {
+        const tpm = (amount: number) => store.take([{ counter: 'tpm:key_t:1', amount, limit: 10, expiresAt: FAR }, { counter: 'month:acme:2026-10', amount, limit: null, expiresAt: FAR }]);
+        const results = await Promise.all([
+          tpm(4),
+          store.record(row({ key_id: 'key_t' }), 4),
+          tpm(5),
+          store.record(row({ key_id: 'key_t' }), 5),
+          tpm(2), // 4 + 5 + 2 passes 10: refused, and the month is not charged for it
+          takeOne(store, 'rpm:key_t:1', 1, 1, FAR),
+          tpm(1),
+          takeOne(store, 'rpm:key_t:1', 1, 1, FAR),
+          store.record(row({ key_id: 'key_t', operation: 'tokenize' }), 0),
+        ]);
+        expect(results).toEqual([
+          { taken: true, used: [4, 4] },
+          undefined,
+          { taken: true, used: [9, 9] },
+          undefined,
+          { taken: false, refused: 0, used: [9, 9] },
+          { taken: true, used: 1 },
+          { taken: true, used: [10, 10] },
+          { taken: false, used: 1 },
+          undefined,
+        ]);
+        const rows = await store.rows({ account: 'acme' });
+        expect(rows.filter((r) => r.key_id === 'key_t')).toEqual([
+          { ...row({ key_id: 'key_t' }), requests: 2, input_tokens: 9 },
+          { ...row({ key_id: 'key_t', operation: 'tokenize' }), requests: 1, input_tokens: 0 },
+        ]);
+        // A counter given back to nothing and taken again still expires at its time.
+        const soon = Date.now() + 150;
+        await takeOne(store, 'rpm:key_t:2', 1, 1, soon);
+        await store.giveBack('rpm:key_t:2', 1);
+        expect(await takeOne(store, 'rpm:key_t:2', 1, 1, soon)).toEqual({ taken: true, used: 1 });
+        await new Promise((r) => setTimeout(r, 400));
+        expect(await takeOne(store, 'rpm:key_t:2', 1, 1, Date.now() + 60_000)).toEqual({ taken: true, used: 1 });
+      } finally {
+        await store.close();
+      }
+    });
+
     it('adds requests and tokens per account, key, operation and day; filters by account and days, inclusive', async () => {
       const store = await open();
       try {

@@ -1,56 +1,75 @@
 // A Redis usage store, shared by every replica: limits take from counters in one atomic script,
 // and each answered request adds to its usage row before the answer is sent, so a server killed
-// mid-load loses no counts. The checks and the records of one event-loop turn go to Redis as one
-// script call each (`batched`).
+// mid-load loses no counts. The checks and the records of one event-loop turn go to Redis together
+// in one script call (`batched`).
 import { Redis } from 'ioredis';
 import { COMMAND_TIMEOUT_MS, redactedUrl } from '../../auth/stores/redis.ts';
 import { rowKeyOf, rowMatches, sortRows, type TakeItem, type TakeResult, type UsageRow, type UsageRowKey, type UsageStore } from '../store.ts';
 
 /**
- * Several requests' takes in one script call (a tick's worth, see `batched`). ARGV[1] is the
- * number of groups, ARGV[2…] each group's item count, then per item its amount, limit (-1: none)
- * and expiry (ms); KEYS are the items' counters in order. Each group is all or nothing, in order
- * (a later group sees an earlier one's take). Returns per group: the refused item (1-based, 0:
- * taken), then the counters after a take or as they stand.
+ * A group of takes and records in one script call (see `batched`). KEYS are the distinct keys of
+ * the call, KEYS[1] the set of days. ARGV[1] is the number of slots (a counter with the limit and
+ * expiry its takes name), ARGV[2] the number of takes, ARGV[3] the number of usage rows; then per
+ * slot its counter's index in KEYS, limit (-1: none) and expiry (ms); per take its item count n and
+ * per item its slot and amount; per row the index of its day's requests hash (the tokens hash
+ * follows it), its field, requests, tokens and day.
+ * Takes run in order, each all or nothing (a later one sees an earlier one's take), and return the
+ * refused item (1-based, 0: taken), then the counters after the take or as they stand. They run on
+ * the counters' values read once, and each counter then gets what its takes added in one INCRBY
+ * (the call is atomic, so no other client sees the steps between). Records touch no counter.
  */
-const TAKE = `
-local groups = tonumber(ARGV[1])
-local arg = 2 + groups
-local key = 1
+const APPLY = `
+local slots, takes, rows = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local key, limit, expiry = {}, {}, {}
+local arg = 4
+for s = 1, slots do
+  key[s], limit[s], expiry[s] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), ARGV[arg + 2]
+  arg = arg + 3
+end
+local value, added = {}, {}
 local out = {}
-for g = 1, groups do
-  local n = tonumber(ARGV[1 + g])
-  local used = {}
+for t = 1, takes do
+  local n = tonumber(ARGV[arg])
+  arg = arg + 1
   local refused = 0
   for i = 0, n - 1 do
-    used[i + 1] = tonumber(redis.call('GET', KEYS[key + i]) or '0')
-    local limit = tonumber(ARGV[arg + 3 * i + 1])
-    if refused == 0 and limit >= 0 and used[i + 1] + tonumber(ARGV[arg + 3 * i]) > limit then refused = i + 1 end
+    local s = tonumber(ARGV[arg + 2 * i])
+    local k = key[s]
+    if value[k] == nil then
+      value[k] = tonumber(redis.call('GET', KEYS[k]) or '0')
+      added[k] = 0
+    end
+    if refused == 0 and limit[s] >= 0 and value[k] + tonumber(ARGV[arg + 2 * i + 1]) > limit[s] then refused = i + 1 end
   end
   if refused == 0 then
     for i = 0, n - 1 do
-      used[i + 1] = redis.call('INCRBY', KEYS[key + i], ARGV[arg + 3 * i])
-      if redis.call('PTTL', KEYS[key + i]) < 0 then redis.call('PEXPIREAT', KEYS[key + i], ARGV[arg + 3 * i + 2]) end
+      local k = key[tonumber(ARGV[arg + 2 * i])]
+      local amount = tonumber(ARGV[arg + 2 * i + 1])
+      value[k] = value[k] + amount
+      added[k] = added[k] + amount
     end
   end
   out[#out + 1] = refused
-  for i = 1, n do out[#out + 1] = used[i] end
-  key = key + n
-  arg = arg + 3 * n
+  for i = 0, n - 1 do out[#out + 1] = value[key[tonumber(ARGV[arg + 2 * i])]] end
+  arg = arg + 2 * n
+end
+for s = 1, slots do
+  local k = key[s]
+  local amount = added[k]
+  if amount and amount > 0 then
+    added[k] = 0
+    -- A counter that held nothing gets its window's expiry (the same for every take of it).
+    if redis.call('INCRBY', KEYS[k], amount) == amount then redis.call('PEXPIREAT', KEYS[k], expiry[s]) end
+  end
+end
+for r = 1, rows do
+  local h = tonumber(ARGV[arg])
+  redis.call('HINCRBY', KEYS[h], ARGV[arg + 1], ARGV[arg + 2])
+  redis.call('HINCRBY', KEYS[h + 1], ARGV[arg + 1], ARGV[arg + 3])
+  redis.call('SADD', KEYS[1], ARGV[arg + 4])
+  arg = arg + 5
 end
 return out
-`;
-/**
- * Several answered requests' usage in one script call: KEYS[1] the set of days, then per row its
- * day's requests and tokens hashes; ARGV per row: field, tokens, day.
- */
-const RECORD = `
-for r = 0, #ARGV / 3 - 1 do
-  redis.call('HINCRBY', KEYS[2 + 2 * r], ARGV[1 + 3 * r], 1)
-  redis.call('HINCRBY', KEYS[3 + 2 * r], ARGV[1 + 3 * r], ARGV[2 + 3 * r])
-  redis.call('SADD', KEYS[1], ARGV[3 + 3 * r])
-end
-return 0
 `;
 /** Subtracts ARGV[1] from KEYS[1] if it still exists (an expired window needs nothing back). */
 const GIVE_BACK = `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECRBY', KEYS[1], ARGV[1]) end return 0`;
@@ -77,17 +96,19 @@ function batched<Req, Res>(run: (batch: Req[]) => Promise<Res[]>): (req: Req) =>
     });
 }
 
+/** What one script call carries: a take, or a record of an answered request. */
+type Operation = { readonly kind: 'take'; readonly items: readonly TakeItem[] } | { readonly kind: 'record'; readonly row: UsageRowKey; readonly inputTokens: number };
+
 export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageStore {
-  // Auto-pipelining: the commands of concurrent requests go out in one write per tick.
-  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: COMMAND_TIMEOUT_MS, enableAutoPipelining: true });
+  // No auto-pipelining: `batched` already sends one command per group, which ioredis then writes
+  // straight to the socket instead of wrapping it in a pipeline of one.
+  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: COMMAND_TIMEOUT_MS });
   redis.on('error', () => {});
-  redis.defineCommand('lexembedTake', { lua: TAKE });
+  redis.defineCommand('lexembedApply', { lua: APPLY });
   redis.defineCommand('lexembedGiveBack', { numberOfKeys: 1, lua: GIVE_BACK });
-  redis.defineCommand('lexembedRecord', { lua: RECORD });
   const scripts = redis as unknown as {
-    lexembedTake(keyCount: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+    lexembedApply(keyCount: number, keys: string[], ...args: (string | number)[][]): Promise<number[]>;
     lexembedGiveBack(key: string, amount: number): Promise<number>;
-    lexembedRecord(keyCount: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   };
   const reachable = () => {
     if (redis.status === 'reconnecting' || redis.status === 'end' || redis.status === 'close') {
@@ -100,36 +121,78 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
     requests: (day: string) => `${prefix}usage:day:${day}:requests`,
     tokens: (day: string) => `${prefix}usage:day:${day}:tokens`,
   };
-  const takeBatched = batched(async (groups: (readonly TakeItem[])[]): Promise<TakeResult[]> => {
-    const keys = groups.flatMap((items) => items.map((item) => k.counter(item.counter)));
-    const args = [groups.length, ...groups.map((items) => items.length), ...groups.flatMap((items) => items.flatMap((item) => [item.amount, item.limit ?? -1, Math.ceil(item.expiresAt)]))];
-    const reply = (await scripts.lexembedTake(keys.length, ...keys, ...args)).map(Number);
+  const apply = batched(async (ops: Operation[]): Promise<(TakeResult | undefined)[]> => {
+    // Each key, and each counter with its limit and expiry (a slot), is sent once (concurrent
+    // requests mostly share them), and the records of one row are summed: the same counts in
+    // fewer arguments and fewer Redis commands.
+    const keys: string[] = [k.days];
+    const keyIndex = new Map<string, number>();
+    const indexOf = (key: string) => {
+      let i = keyIndex.get(key);
+      if (i === undefined) keyIndex.set(key, (i = keys.push(key)));
+      return i;
+    };
+    const slots: (string | number)[] = [];
+    const slotIndex = new Map<string, number>();
+    const takes: (string | number)[] = [];
+    const rows = new Map<string, { row: UsageRowKey; requests: number; tokens: number }>();
+    let takeCount = 0;
+    for (const op of ops) {
+      if (op.kind === 'take') {
+        takeCount++;
+        takes.push(op.items.length);
+        for (const item of op.items) {
+          const limit = item.limit ?? -1;
+          const expiry = Math.ceil(item.expiresAt);
+          const slotKey = `${item.counter}\n${limit}\n${expiry}`;
+          let slot = slotIndex.get(slotKey);
+          if (slot === undefined) {
+            slotIndex.set(slotKey, (slot = slotIndex.size + 1));
+            slots.push(indexOf(k.counter(item.counter)), limit, expiry);
+          }
+          takes.push(slot, item.amount);
+        }
+      } else {
+        const field = rowKeyOf(op.row);
+        const had = rows.get(field);
+        if (had) {
+          had.requests++;
+          had.tokens += op.inputTokens;
+        } else {
+          rows.set(field, { row: op.row, requests: 1, tokens: op.inputTokens });
+        }
+      }
+    }
+    const records: (string | number)[] = [];
+    for (const [field, { row, requests, tokens }] of rows) {
+      const h = indexOf(k.requests(row.day));
+      indexOf(k.tokens(row.day));
+      records.push(h, field, requests, tokens, row.day);
+    }
+    // Arrays, not spread arguments: ioredis flattens them, and a burst of thousands stays one call.
+    const reply = await scripts.lexembedApply(keys.length, keys, [slotIndex.size, takeCount, rows.size], slots, takes, records);
     let at = 0;
-    return groups.map((items) => {
-      const refused = reply[at]!;
-      const used = reply.slice(at + 1, at + 1 + items.length);
-      at += 1 + items.length;
+    return ops.map((op) => {
+      if (op.kind === 'record') return undefined;
+      const refused = Number(reply[at]);
+      const used = reply.slice(at + 1, at + 1 + op.items.length).map(Number);
+      at += 1 + op.items.length;
       return refused === 0 ? { taken: true, used } : { taken: false, refused: refused - 1, used };
     });
-  });
-  const recordBatched = batched(async (rows: { row: UsageRowKey; inputTokens: number }[]) => {
-    const keys = [k.days, ...rows.flatMap(({ row }) => [k.requests(row.day), k.tokens(row.day)])];
-    await scripts.lexembedRecord(keys.length, ...keys, ...rows.flatMap(({ row, inputTokens }) => [rowKeyOf(row), inputTokens, row.day]));
-    return rows.map(() => undefined);
   });
 
   return {
     name: 'redis',
     async take(items) {
       reachable();
-      return takeBatched(items);
+      return (await apply({ kind: 'take', items }))!;
     },
     async giveBack(counter, amount) {
       await scripts.lexembedGiveBack(k.counter(counter), amount);
     },
     async record(row, inputTokens) {
       reachable();
-      await recordBatched({ row, inputTokens });
+      await apply({ kind: 'record', row, inputTokens });
     },
     async rows(filter = {}) {
       const days = (await redis.smembers(k.days)).filter((day) => rowMatches({ day, account: filter.account ?? '', key_id: '', operation: '' }, { ...filter, account: undefined }));
