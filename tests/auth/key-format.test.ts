@@ -39,7 +39,7 @@ describe('API key format', () => {
   });
 
   it('remembers hashes of presented keys: the same hash as hashApiKey, at most `size` keys, oldest out first', async () => {
-    const [a, b, c] = Array.from({ length: 3 }, generateApiKey);
+    const [a, b, c] = [generateApiKey(), generateApiKey(), generateApiKey()];
     const hashed: string[] = [];
     const hash = createHashCache(2, (key) => {
       hashed.push(key);
