@@ -21,6 +21,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
+import { postJson } from './http-client.ts';
 import { cpuSecondsOf } from './process-cpu.ts';
 import { busyMs, CATEGORIES, profileClock, summariseFolder } from './profile-summary.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
@@ -87,25 +88,12 @@ async function loadRole() {
   const { texts } = await textsOf(Number(values.length));
   const bodies = Array.from({ length: Math.ceil(texts.length / 16) }, (_, i) => JSON.stringify({ model: 'legal-2-embedder', texts: texts.slice(i * 16, i * 16 + 16) }));
   let sent = 0;
-  // node:http with keep-alive, the body drained unread: the lightest client Node offers (fetch's
-  // undici took ~0.19 cores of the two at short texts, which the server then could not use).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-  const { hostname, port } = new URL(values.url!);
-  const post = (body: string) =>
-    new Promise<void>((resolvePost, reject) => {
-      const req = http.request({ host: hostname, port, path: '/v1/embeddings', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        if (res.statusCode !== 200) {
-          let text = '';
-          res.on('data', (d: Buffer) => (text += d));
-          res.on('end', () => reject(new Error(`status ${res.statusCode}: ${text}`)));
-          return;
-        }
-        res.on('data', () => {});
-        res.on('end', () => resolvePost());
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  const url = new URL('/v1/embeddings', values.url!).href;
+  const post = async (body: string) => {
+    const { status, text } = await postJson(agent, url, body);
+    if (status !== 200) throw new Error(`status ${status}: ${text}`);
+  };
   const client = async (until: number, count: boolean) => {
     let done = 0;
     while (performance.now() < until) {

@@ -22,6 +22,7 @@ import { AutoTokenizer, env } from '@huggingface/transformers';
 import { PROJECT_ROOT, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { truncateToMaxTokens } from '../src/contract/index.ts';
 import { padBatch } from '../src/backend/padding.ts';
+import { postJson } from './http-client.ts';
 import { benchMetering } from './metering.ts';
 import { workloadTexts, workloads } from './texts.ts';
 
@@ -280,6 +281,7 @@ async function startProcess(args: string[], urlPattern: RegExp, readyPattern?: R
 async function load(url: string, texts: string[], connections: number, healthSamples?: number[], seconds = duration) {
   let i = 0;
   const bodies = texts.map((t) => JSON.stringify({ model: 'legal-2-embedder', texts: [t] }));
+  if (connections === 1 && !healthSamples) return oneAtATime(url, bodies, seconds);
   let polling = true;
   const poller = (async () => {
     while (healthSamples && polling) {
@@ -289,10 +291,6 @@ async function load(url: string, texts: string[], connections: number, healthSam
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
-  if (connections === 1 && !healthSamples) {
-    polling = false;
-    return oneAtATime(url, bodies, seconds);
-  }
   const result = await autocannon({
     url: `${url}/v1/embeddings`,
     connections,
@@ -336,22 +334,13 @@ function fmt(x: number | undefined, width: number, digits = 0): string {
  */
 async function oneAtATime(url: string, bodies: string[], seconds: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const post = (body: string) =>
-    new Promise<number>((resolvePost, reject) => {
-      const req = http.request(`${url}/v1/embeddings`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', () => resolvePost(res.statusCode ?? 0));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
   const latencies: number[] = [];
   let ok = 0;
   let errors = 0;
   const end = performance.now() + seconds * 1000;
   for (let i = 0; performance.now() < end; i++) {
     const t = performance.now();
-    const status = await post(bodies[i % bodies.length]!);
+    const { status } = await postJson(agent, `${url}/v1/embeddings`, bodies[i % bodies.length]!);
     latencies.push(performance.now() - t);
     if (status === 200) ok++;
     else errors++;

@@ -76,7 +76,7 @@ function describeUsageStore(name: string, open: () => Promise<UsageStore>) {
       }
     });
 
-    it('answers takes and records made in the same turn each in order (Redis sends them in one call)', async () => {
+    it('answers takes and records made in the same turn each in order (what the Redis store sends as one call)', async () => {
       const store = await open();
       try {
         const tpm = (amount: number) => store.take([{ counter: 'tpm:key_t:1', amount, limit: 10, expiresAt: FAR }, { counter: 'month:acme:2026-10', amount, limit: null, expiresAt: FAR }]);

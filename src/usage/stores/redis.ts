@@ -8,10 +8,9 @@ import { rowKeyOf, rowMatches, sortRows, type TakeItem, type TakeResult, type Us
 
 /**
  * A group of takes and records in one script call (see `batched`). KEYS are the distinct keys of
- * the call, KEYS[1] the set of days. ARGV[1] is the number of slots (a counter with the limit and
- * expiry its takes name), ARGV[2] the number of takes, ARGV[3] the number of usage rows; then per
- * slot its counter's index in KEYS, limit (-1: none) and expiry (ms); per take its item count n and
- * per item its slot and amount; per row the index of its day's requests hash (the tokens hash
+ * the call, KEYS[1] the set of days. ARGV[1] is the number of takes, ARGV[2] the number of usage
+ * rows; then per take its item count n and per item its counter's index in KEYS, amount, limit
+ * (-1: none) and expiry (ms); then per row the index of its day's requests hash (the tokens hash
  * follows it), its field, requests, tokens and day.
  * Takes run in order, each all or nothing (a later one sees an earlier one's take), and return the
  * refused item (1-based, 0: taken), then the counters after the take or as they stand. They run on
@@ -19,48 +18,41 @@ import { rowKeyOf, rowMatches, sortRows, type TakeItem, type TakeResult, type Us
  * (the call is atomic, so no other client sees the steps between). Records touch no counter.
  */
 const APPLY = `
-local slots, takes, rows = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local key, limit, expiry = {}, {}, {}
-local arg = 4
-for s = 1, slots do
-  key[s], limit[s], expiry[s] = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), ARGV[arg + 2]
-  arg = arg + 3
-end
-local value, added = {}, {}
+local takes, rows = tonumber(ARGV[1]), tonumber(ARGV[2])
+local arg = 3
+local value, added, expiry = {}, {}, {}
 local out = {}
 for t = 1, takes do
   local n = tonumber(ARGV[arg])
   arg = arg + 1
   local refused = 0
   for i = 0, n - 1 do
-    local s = tonumber(ARGV[arg + 2 * i])
-    local k = key[s]
+    local a = arg + 4 * i
+    local k = tonumber(ARGV[a])
     if value[k] == nil then
       value[k] = tonumber(redis.call('GET', KEYS[k]) or '0')
       added[k] = 0
+      expiry[k] = ARGV[a + 3]
     end
-    if refused == 0 and limit[s] >= 0 and value[k] + tonumber(ARGV[arg + 2 * i + 1]) > limit[s] then refused = i + 1 end
+    local limit = tonumber(ARGV[a + 2])
+    if refused == 0 and limit >= 0 and value[k] + tonumber(ARGV[a + 1]) > limit then refused = i + 1 end
   end
   if refused == 0 then
     for i = 0, n - 1 do
-      local k = key[tonumber(ARGV[arg + 2 * i])]
-      local amount = tonumber(ARGV[arg + 2 * i + 1])
+      local a = arg + 4 * i
+      local k = tonumber(ARGV[a])
+      local amount = tonumber(ARGV[a + 1])
       value[k] = value[k] + amount
       added[k] = added[k] + amount
     end
   end
   out[#out + 1] = refused
-  for i = 0, n - 1 do out[#out + 1] = value[key[tonumber(ARGV[arg + 2 * i])]] end
-  arg = arg + 2 * n
+  for i = 0, n - 1 do out[#out + 1] = value[tonumber(ARGV[arg + 4 * i])] end
+  arg = arg + 4 * n
 end
-for s = 1, slots do
-  local k = key[s]
-  local amount = added[k]
-  if amount and amount > 0 then
-    added[k] = 0
-    -- A counter that held nothing gets its window's expiry (the same for every take of it).
-    if redis.call('INCRBY', KEYS[k], amount) == amount then redis.call('PEXPIREAT', KEYS[k], expiry[s]) end
-  end
+for k, amount in pairs(added) do
+  -- A counter that held nothing gets its window's expiry (the same for every take of it).
+  if amount > 0 and redis.call('INCRBY', KEYS[k], amount) == amount then redis.call('PEXPIREAT', KEYS[k], expiry[k]) end
 end
 for r = 1, rows do
   local h = tonumber(ARGV[arg])
@@ -122,9 +114,8 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
     tokens: (day: string) => `${prefix}usage:day:${day}:tokens`,
   };
   const apply = batched(async (ops: Operation[]): Promise<(TakeResult | undefined)[]> => {
-    // Each key, and each counter with its limit and expiry (a slot), is sent once (concurrent
-    // requests mostly share them), and the records of one row are summed: the same counts in
-    // fewer arguments and fewer Redis commands.
+    // Each key is sent once (concurrent requests mostly share them), and the records of one row
+    // are summed: the same counts in fewer arguments and fewer Redis commands.
     const keys: string[] = [k.days];
     const keyIndex = new Map<string, number>();
     const indexOf = (key: string) => {
@@ -132,8 +123,6 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
       if (i === undefined) keyIndex.set(key, (i = keys.push(key)));
       return i;
     };
-    const slots: (string | number)[] = [];
-    const slotIndex = new Map<string, number>();
     const takes: (string | number)[] = [];
     const rows = new Map<string, { row: UsageRowKey; requests: number; tokens: number }>();
     let takeCount = 0;
@@ -141,17 +130,7 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
       if (op.kind === 'take') {
         takeCount++;
         takes.push(op.items.length);
-        for (const item of op.items) {
-          const limit = item.limit ?? -1;
-          const expiry = Math.ceil(item.expiresAt);
-          const slotKey = `${item.counter}\n${limit}\n${expiry}`;
-          let slot = slotIndex.get(slotKey);
-          if (slot === undefined) {
-            slotIndex.set(slotKey, (slot = slotIndex.size + 1));
-            slots.push(indexOf(k.counter(item.counter)), limit, expiry);
-          }
-          takes.push(slot, item.amount);
-        }
+        for (const item of op.items) takes.push(indexOf(k.counter(item.counter)), item.amount, item.limit ?? -1, Math.ceil(item.expiresAt));
       } else {
         const field = rowKeyOf(op.row);
         const had = rows.get(field);
@@ -170,7 +149,7 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
       records.push(h, field, requests, tokens, row.day);
     }
     // Arrays, not spread arguments: ioredis flattens them, and a burst of thousands stays one call.
-    const reply = await scripts.lexembedApply(keys.length, keys, [slotIndex.size, takeCount, rows.size], slots, takes, records);
+    const reply = await scripts.lexembedApply(keys.length, keys, [takeCount, rows.size], takes, records);
     let at = 0;
     return ops.map((op) => {
       if (op.kind === 'record') return undefined;
