@@ -13,7 +13,7 @@ import { startServer } from '../node/server.ts';
 import { messageOf } from '../util/message-of.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions } from './options.ts';
-import { DEV_KEY_FILE, openKeyStore, openUsageStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
+import { DEV_KEY_FILE, openServerStores, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
 import { createMeter } from '../usage/meter.ts';
 
 export const SERVE_OPTIONS = {
@@ -121,9 +121,10 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
 
   const proxyMode = config.deployment === 'proxy';
   const host = config.host || (proxyMode ? '0.0.0.0' : '127.0.0.1');
-  const store = config['no-auth'] || proxyMode ? null : openKeyStore(config);
   // Usage lives where the keys do; without keys there is no one to meter.
-  const usageStore = store && !config['no-usage'] ? openUsageStore(config, { writer: true }) : null;
+  const stores = config['no-auth'] || proxyMode ? null : openServerStores(config, { usage: !config['no-usage'] });
+  const store = stores?.keys ?? null;
+  const usageStore = stores?.usage ?? null;
   await announceAuthentication(config, store, proxyMode, { log, logRecord, err });
 
   let draining = false;

@@ -2,6 +2,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { createRedisKeyStore } from '../auth/stores/redis.ts';
+import { openRedisConnection } from '../auth/stores/redis-connection.ts';
 import type { KeyStore } from '../auth/store.ts';
 import { createFileKeyStore } from '../auth/stores/file.ts';
 import type { OptionSpecs } from './options.ts';
@@ -36,19 +37,32 @@ export function storeDescription(config: z.output<typeof StoreConfigSchema>): st
   }
 }
 
-export function openKeyStore(config: z.output<typeof StoreConfigSchema>): KeyStore {
-  if (config.store === 'redis') {
-    if (!config['redis-url']) throw new Error('--store redis needs --redis-url (LEXEMBED_REDIS_URL), e.g. redis://127.0.0.1:6379');
-    return createRedisKeyStore(config['redis-url']);
-  }
+type StoreConfig = z.output<typeof StoreConfigSchema>;
+
+function redisUrl(config: StoreConfig): string {
+  if (!config['redis-url']) throw new Error('--store redis needs --redis-url (LEXEMBED_REDIS_URL), e.g. redis://127.0.0.1:6379');
+  return config['redis-url'];
+}
+
+export function openKeyStore(config: StoreConfig): KeyStore {
+  if (config.store === 'redis') return createRedisKeyStore(redisUrl(config));
   return createFileKeyStore(resolve(config['data-dir']));
 }
 
 /** The usage store beside the key store: the file store's usage.log (the server writes it), or the same Redis. */
-export function openUsageStore(config: z.output<typeof StoreConfigSchema>, options: { writer: boolean }): UsageStore {
-  if (config.store === 'redis') {
-    if (!config['redis-url']) throw new Error('--store redis needs --redis-url (LEXEMBED_REDIS_URL), e.g. redis://127.0.0.1:6379');
-    return createRedisUsageStore(config['redis-url']);
-  }
+export function openUsageStore(config: StoreConfig, options: { writer: boolean }): UsageStore {
+  if (config.store === 'redis') return createRedisUsageStore(redisUrl(config));
   return createFileUsageStore(resolve(config['data-dir']), options);
+}
+
+/**
+ * The server's stores: keys, and usage unless `usage` is false (the usage store is then null).
+ * On Redis both use one connection, so a turn's key lookups and usage calls leave in one write.
+ */
+export function openServerStores(config: StoreConfig, options: { usage: boolean }): { keys: KeyStore; usage: UsageStore | null } {
+  if (config.store === 'redis') {
+    const connection = openRedisConnection(redisUrl(config), options.usage ? 2 : 1);
+    return { keys: createRedisKeyStore(connection), usage: options.usage ? createRedisUsageStore(connection) : null };
+  }
+  return { keys: openKeyStore(config), usage: options.usage ? openUsageStore(config, { writer: true }) : null };
 }

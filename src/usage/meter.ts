@@ -1,8 +1,11 @@
 // Usage metering, per-key rate limits and monthly account quotas (the usage-based plan), over a
 // UsageStore (memory, file or Redis: src/usage/stores). The HTTP app opens one ticket per
-// authenticated operation: admit (requests per minute) before the body is read, charge (input
-// tokens per minute, the month's quota) once the texts are tokenised and before the model runs,
-// settle when the answer is known (a 200 is recorded; anything else gives its charge back).
+// authenticated operation: charge (the request against its key's requests per minute, its input
+// tokens against the key's tokens per minute and the account's month, in one take) once the texts
+// are tokenised and before the model runs, settle when the answer is known (a 200 is recorded;
+// anything else gives its charge back). Only an operation that is never charged (tokenize) is
+// admitted (requests per minute) before its body is read: checking the rate in the charge's take
+// saves each request a store call (on Redis a write and a wake-up on both sides).
 import type { Principal } from '../auth/records.ts';
 import { problem, type Problem } from '../contract/problems.ts';
 import type { TakeItem, TakeResult, UsageStore } from './store.ts';
@@ -10,12 +13,25 @@ import type { TakeItem, TakeResult, UsageStore } from './store.ts';
 /** What usage records count, per route: OpenAI-shaped and proxied calls count as the route they map to. */
 export type MeteredOperation = 'embeddings' | 'rerankings' | 'tokenize';
 
+/** Operations that charge their input tokens before the model runs (and check requests per minute then). */
+const CHARGED: Readonly<Record<MeteredOperation, boolean>> = { embeddings: true, rerankings: true, tokenize: false };
+
 export interface Ticket {
-  /** Requests per minute: a 429 when the key has used its requests this minute. */
+  /**
+   * Requests per minute, before the body is read: a 429 when the key has used its requests this
+   * minute. Only for an operation that is never charged (tokenize); a charged one is checked in its charge.
+   */
   admit(): Promise<Problem | null>;
-  /** Input tokens of the request, exactly, before the model runs: a 429 over the key's tokens per minute or the account's monthly quota. */
+  /**
+   * Input tokens of the request, exactly, before the model runs, in one take with the request
+   * itself: a 429 over the key's requests or tokens per minute or the account's monthly quota.
+   */
   charge(inputTokens: number): Promise<Problem | null>;
-  /** A 200 with its reported input tokens is recorded; anything else (null) gives back what was charged. */
+  /**
+   * A 200 with its reported input tokens is recorded; anything else (null) gives back what was
+   * charged. Every request not refused for its requests per minute counts against them, whatever
+   * its outcome (one that failed before its charge is counted here).
+   */
   settle(inputTokens: number | null): Promise<void>;
   /** RateLimit-Policy and RateLimit headers (IETF draft) for the key's limits, if it has any. */
   headers(): Record<string, string>;
@@ -113,6 +129,9 @@ class MeteredRequest implements Ticket {
   private tokensUsed?: number;
   private charged = 0;
   private settled = false;
+  /** Whether the request has been counted against its key's requests per minute, or refused by them. */
+  private counted = false;
+  private refusedByRate = false;
 
   constructor(
     private readonly context: MeterContext,
@@ -124,49 +143,51 @@ class MeteredRequest implements Ticket {
 
   async admit(): Promise<Problem | null> {
     const { key } = this.principal;
-    const { minute, minuteEnds } = this.calendar;
-    if (!key.rpm) return null;
+    if (!key.rpm || CHARGED[this.operation]) return null;
     let result: TakeResult;
     try {
-      // The request counts against the rate whatever its outcome: not given back.
-      result = await this.context.store.take([{ counter: counters.requests(key.id, minute), amount: 1, limit: key.rpm, expiresAt: minuteEnds + MINUTE_MS }]);
+      result = await this.context.store.take([this.requestItem(key.rpm)]);
     } catch (error) {
       return this.unreachable(error);
     }
     this.requestsUsed = result.used[0];
-    if (result.taken) return null;
-    const wait = this.secondsToMinuteEnd();
-    return problem(
-      'rateLimited',
-      `the API key ${key.id} may make ${key.rpm} requests per minute and has made them all this minute; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
-      { 'retry-after': String(wait), ...this.headers() },
-    );
+    if (result.taken) return (this.counted = true), null;
+    return this.rateRefusal();
   }
 
   async charge(inputTokens: number): Promise<Problem | null> {
     const { key, account } = this.principal;
     const { minute, minuteEnds, month: monthOf, renews, monthExpiry } = this.calendar;
-    // One atomic take: the key's tokens this minute (if limited) and the account's month, which
-    // always counts (a quota set mid-month sees the month's usage before it).
+    // One atomic take: the request itself (if its key limits requests and it has not been counted),
+    // the key's tokens this minute (if limited) and the account's month, which always counts (a
+    // quota set mid-month sees the month's usage before it).
     const quota = account.monthly_tokens ?? null;
+    const request: TakeItem | null = key.rpm && !this.counted ? this.requestItem(key.rpm) : null;
+    const tokens: TakeItem | null = key.tpm ? { counter: counters.tokens(key.id, minute), amount: inputTokens, limit: key.tpm, expiresAt: minuteEnds + MINUTE_MS } : null;
     const month: TakeItem = { counter: counters.month(account.id, monthOf), amount: inputTokens, limit: quota, expiresAt: monthExpiry };
-    const items: TakeItem[] = key.tpm ? [{ counter: counters.tokens(key.id, minute), amount: inputTokens, limit: key.tpm, expiresAt: minuteEnds + MINUTE_MS }, month] : [month];
+    const items = [request, tokens, month].filter((item): item is TakeItem => item !== null);
     let result: TakeResult;
     try {
       result = await this.context.store.take(items);
     } catch (error) {
       return this.unreachable(error);
     }
-    if (key.tpm) this.tokensUsed = result.used[0];
+    const used = (item: TakeItem) => result.used[items.indexOf(item)]!;
+    // A request refused for its tokens or the quota still counts against the rate (at settle): say so already.
+    if (request) this.requestsUsed = used(request) + (result.taken ? 0 : 1);
+    if (tokens) this.tokensUsed = used(tokens);
     if (result.taken) {
-      this.taken.push(...items.map(({ counter, amount }) => ({ counter, amount })));
+      this.counted ||= request !== null;
+      for (const item of [tokens, month]) if (item) this.taken.push({ counter: item.counter, amount: item.amount });
       this.charged += inputTokens;
       return null;
     }
-    if (items[result.refused] === month) {
+    const refused = items[result.refused];
+    if (refused === request) return (this.requestsUsed = used(request)), this.rateRefusal();
+    if (refused === month) {
       return problem(
         'quotaExceeded',
-        `the account ${account.id} has used ${result.used.at(-1)} of its monthly quota of ${quota} input tokens in ${monthOf} (UTC), and this request needs ${inputTokens}; the quota renews at ${new Date(renews).toISOString()}`,
+        `the account ${account.id} has used ${used(month)} of its monthly quota of ${quota} input tokens in ${monthOf} (UTC), and this request needs ${inputTokens}; the quota renews at ${new Date(renews).toISOString()}`,
         { 'retry-after': String(secondsUntil(renews, this.context.now())), ...NO_RETRY, ...this.headers() },
       );
     }
@@ -181,7 +202,7 @@ class MeteredRequest implements Ticket {
     const wait = this.secondsToMinuteEnd();
     return problem(
       'rateLimited',
-      `this request has ${inputTokens} input tokens and the API key ${key.id} has ${Math.max(0, key.tpm! - result.used[0]!)} of its ${key.tpm} input tokens per minute left; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
+      `this request has ${inputTokens} input tokens and the API key ${key.id} has ${Math.max(0, key.tpm! - used(tokens!))} of its ${key.tpm} input tokens per minute left; the limit frees in ${wait} s (at ${new Date(minuteEnds).toISOString()})`,
       { 'retry-after': String(wait), ...this.headers() },
     );
   }
@@ -192,7 +213,9 @@ class MeteredRequest implements Ticket {
     const { store } = this.context;
     const { key, account } = this.principal;
     try {
-      // Refused or failed: not counted, and the tokens it was charged go back.
+      // Not refused for its rate, yet not counted against it: it failed before (or at) its charge, or was never charged.
+      if (key.rpm && !this.counted && !this.refusedByRate) await store.take([{ ...this.requestItem(key.rpm), limit: null }]);
+      // Refused or failed: not counted in usage, and the tokens it was charged go back.
       if (inputTokens === null) return void (await this.giveBack());
       // An operation that runs no model is never charged; one that reports other tokens than it was charged is corrected.
       const month = counters.month(account.id, this.calendar.month);
@@ -218,6 +241,24 @@ class MeteredRequest implements Ticket {
       if (this.tokensUsed !== undefined) current.push(`"tpm";r=${Math.max(0, key.tpm - this.tokensUsed)};t=${t}`);
     }
     return { ...(policies.length ? { 'ratelimit-policy': policies.join(', ') } : {}), ...(current.length ? { ratelimit: current.join(', ') } : {}) };
+  }
+
+  /** The request itself, against its key's requests per minute. */
+  private requestItem(rpm: number): TakeItem {
+    const { minute, minuteEnds } = this.calendar;
+    return { counter: counters.requests(this.principal.key.id, minute), amount: 1, limit: rpm, expiresAt: minuteEnds + MINUTE_MS };
+  }
+
+  /** The 429 of a key that has made all its requests this minute. */
+  private rateRefusal(): Problem {
+    const { key } = this.principal;
+    this.refusedByRate = true;
+    const wait = this.secondsToMinuteEnd();
+    return problem(
+      'rateLimited',
+      `the API key ${key.id} may make ${key.rpm} requests per minute and has made them all this minute; the limit frees in ${wait} s (at ${new Date(this.calendar.minuteEnds).toISOString()})`,
+      { 'retry-after': String(wait), ...this.headers() },
+    );
   }
 
   private secondsToMinuteEnd(): number {

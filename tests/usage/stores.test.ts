@@ -3,7 +3,9 @@
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openServerStores } from '../../src/cli/store-options.ts';
 import { counters } from '../../src/usage/meter.ts';
 import type { UsageStore } from '../../src/usage/store.ts';
 import { createFileUsageStore, USAGE_LOG } from '../../src/usage/stores/file.ts';
@@ -159,6 +161,23 @@ describe('redis', () => {
   beforeAll(async () => void (redis = await startRedis()));
   afterAll(async () => await redis?.stop());
   describeUsageStore('redis', async () => createRedisUsageStore(redis.url, `lexembed-usage-${prefixes++}:`));
+
+  it("a server's key and usage stores share one connection, which the last of them to close closes", async () => {
+    const { keys, usage } = openServerStores({ store: 'redis', 'redis-url': redis.url, 'data-dir': root }, { usage: true });
+    const admin = new Redis(redis.url);
+    const clients = async () => (await admin.client('LIST')).split('\n').filter((line) => line.includes('cmd=') && !line.includes('cmd=client')).length;
+    try {
+      const [found, taken] = await Promise.all([keys.findKeyByHash('none'), usage!.take([{ counter: 'rpm:key_w:1', amount: 1, limit: 5, expiresAt: FAR }])]);
+      expect([found, taken]).toEqual([null, { taken: true, used: [1] }]);
+      expect(await clients()).toBe(1);
+      await usage!.close();
+      expect(await keys.findKeyByHash('none')).toBeNull(); // still open for the key store
+      await keys.close();
+      await expect.poll(clients).toBe(0);
+    } finally {
+      admin.disconnect();
+    }
+  });
 
   it('two connections (two replicas) share counters and rows', async () => {
     const [a, b] = [createRedisUsageStore(redis.url, 'shared:'), createRedisUsageStore(redis.url, 'shared:')];

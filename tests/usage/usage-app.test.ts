@@ -98,6 +98,34 @@ describe('rate limits', () => {
     expect((await s.usage.rows())[0]).toMatchObject({ requests: 3, input_tokens: 18 });
   });
 
+  it('--rpm with --tpm: an answered embedding takes its request and tokens in one store call; a request refused for tokens or failing validation still counts against the rate', async () => {
+    const memory = createMemoryUsageStore({ now: () => T0 });
+    const calls: string[] = [];
+    const counting: UsageStore = {
+      ...memory,
+      take: (items) => (calls.push(`take ${items.map((i) => i.counter.split(':')[0]).join('+')}${items.some((i) => i.limit === null && i.counter.startsWith('rpm')) ? ' (counted, no limit)' : ''}`), memory.take(items)),
+      record: (row, tokens) => (calls.push('record'), memory.record(row, tokens)),
+    };
+    const s = await setup({ rpm: 3, tpm: 10 }, counting);
+    const ok = await s.embed(['a b c d']); // 6 tokens
+    expect(ok.status).toBe(200);
+    expect(calls).toEqual(['take rpm+tpm+month', 'record']);
+    calls.length = 0;
+    const overTokens = await s.embed(['a b c']); // 5 more: 11 > 10
+    expect(overTokens.status).toBe(429);
+    expect(overTokens.headers.get('ratelimit')).toBe('"rpm";r=1;t=55, "tpm";r=4;t=55');
+    expect((await s.embed([''])).status).toBe(400); // never charged: counted at settle
+    expect(calls).toEqual(['take rpm+tpm+month', 'take rpm (counted, no limit)', 'take rpm (counted, no limit)']);
+    const third = await s.embed(['a']);
+    expect(third.status).toBe(429);
+    expect(((await third.json()) as { detail: string }).detail).toMatch(/may make 3 requests per minute and has made them all this minute/);
+    expect(third.headers.get('ratelimit')).toBe('"rpm";r=0;t=55, "tpm";r=4;t=55');
+    // /v1/tokenize is never charged: its rate is checked before its body is read.
+    const tokenize = await s.post('/v1/tokenize', { model: 'legal-2-embedder', texts: ['rent'] });
+    expect(tokenize.status).toBe(429);
+    expect((await s.usage.rows())[0]).toMatchObject({ requests: 1, input_tokens: 6 });
+  });
+
   it('answers 429 in OpenAI\'s shape under /openai/v1, with the same headers', async () => {
     const s = await setup({ rpm: 1 });
     await s.post('/openai/v1/embeddings', { model: 'legal-2-embedder', input: 'rent' });

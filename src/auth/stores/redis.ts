@@ -1,23 +1,15 @@
 // A Redis key store, so several server replicas share keys and account states.
-import { Redis } from 'ioredis';
 import { AccountSchema, KeyRecordSchema, type Account, type KeyRecord } from '../records.ts';
 import { withLimits, type KeyStore } from '../store.ts';
+import { openRedisConnection, type RedisConnection } from './redis-connection.ts';
 
-/** How long one Redis command may take before the store reports Redis unreachable. */
-export const COMMAND_TIMEOUT_MS = 1000;
-
-export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore {
-  // A command waits at most COMMAND_TIMEOUT_MS (also while queued during a reconnect), so a
-  // request meets a stopped Redis as a prompt 503, not a 10 s wait.
-  // Auto-pipelining: the lookups of concurrent requests go out in one write per tick.
-  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: COMMAND_TIMEOUT_MS, enableAutoPipelining: true });
-  redis.on('error', () => {}); // surfaced through rejected commands instead
-  /** Lookups on the request path fail at once while the connection is known lost. */
-  const reachable = () => {
-    if (redis.status === 'reconnecting' || redis.status === 'end' || redis.status === 'close') {
-      throw new Error(`the connection to Redis at ${redactedUrl(url)} is lost (${redis.status})`);
-    }
-  };
+/**
+ * `target`: a Redis URL (the store opens its own connection), or a connection it shares with the
+ * usage store (see redis-connection.ts; the store releases it on close).
+ */
+export function createRedisKeyStore(target: string | RedisConnection, prefix = 'lexembed:'): KeyStore {
+  const connection = typeof target === 'string' ? openRedisConnection(target) : target;
+  const { redis, reachable } = connection;
   const k = {
     byHash: (hash: string) => `${prefix}key:hash:${hash}`,
     byId: (id: string) => `${prefix}key:id:${id}`,
@@ -78,18 +70,7 @@ export function createRedisKeyStore(url: string, prefix = 'lexembed:'): KeyStore
       return (await redis.mget(ids.map(k.account))).map(parseAccount).filter((a): a is Account => !!a);
     },
     async close() {
-      await redis.quit().catch(() => redis.disconnect());
+      await connection.release();
     },
   };
-}
-
-/** The URL without its password, for messages. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.href;
-  } catch {
-    return 'the configured URL';
-  }
 }

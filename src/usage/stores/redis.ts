@@ -2,8 +2,7 @@
 // and each answered request adds to its usage row before the answer is sent, so a server killed
 // mid-load loses no counts. The checks and the records of one event-loop turn go to Redis together
 // in one script call (`batched`).
-import { Redis } from 'ioredis';
-import { COMMAND_TIMEOUT_MS, redactedUrl } from '../../auth/stores/redis.ts';
+import { openRedisConnection, type RedisConnection } from '../../auth/stores/redis-connection.ts';
 import { rowKeyOf, rowMatches, sortRows, type TakeItem, type TakeResult, type UsageRow, type UsageRowKey, type UsageStore } from '../store.ts';
 
 /**
@@ -69,7 +68,8 @@ const GIVE_BACK = `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECRBY
 /**
  * Gathers the calls made in one turn of the event loop into one: under load, many requests
  * check and record at once, and one script call for all of them costs Redis and this process a
- * fraction of one each. Each caller still gets its own answer (or the shared error).
+ * fraction of one each. Each caller still gets its own answer (or the shared error). The call
+ * then goes out in the connection's pipeline (see redis-connection.ts).
  */
 function batched<Req, Res>(run: (batch: Req[]) => Promise<Res[]>): (req: Req) => Promise<Res> {
   let pending: { req: Req; resolve: (r: Res) => void; reject: (e: unknown) => void }[] = [];
@@ -91,21 +91,18 @@ function batched<Req, Res>(run: (batch: Req[]) => Promise<Res[]>): (req: Req) =>
 /** What one script call carries: a take, or a record of an answered request. */
 type Operation = { readonly kind: 'take'; readonly items: readonly TakeItem[] } | { readonly kind: 'record'; readonly row: UsageRowKey; readonly inputTokens: number };
 
-export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageStore {
-  // No auto-pipelining: `batched` already sends one command per group, which ioredis then writes
-  // straight to the socket instead of wrapping it in a pipeline of one.
-  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: COMMAND_TIMEOUT_MS });
-  redis.on('error', () => {});
+/**
+ * `target`: a Redis URL (the store opens its own connection), or the connection the key store
+ * uses, so that key lookups and usage calls share writes (the store releases it on close).
+ */
+export function createRedisUsageStore(target: string | RedisConnection, prefix = 'lexembed:'): UsageStore {
+  const connection = typeof target === 'string' ? openRedisConnection(target) : target;
+  const { redis, reachable } = connection;
   redis.defineCommand('lexembedApply', { lua: APPLY });
   redis.defineCommand('lexembedGiveBack', { numberOfKeys: 1, lua: GIVE_BACK });
   const scripts = redis as unknown as {
     lexembedApply(keyCount: number, keys: string[], ...args: (string | number)[][]): Promise<number[]>;
     lexembedGiveBack(key: string, amount: number): Promise<number>;
-  };
-  const reachable = () => {
-    if (redis.status === 'reconnecting' || redis.status === 'end' || redis.status === 'close') {
-      throw new Error(`the connection to Redis at ${redactedUrl(url)} is lost (${redis.status})`);
-    }
   };
   const k = {
     counter: (name: string) => `${prefix}usage:counter:${name}`,
@@ -187,7 +184,7 @@ export function createRedisUsageStore(url: string, prefix = 'lexembed:'): UsageS
       return sortRows(rows);
     },
     async close() {
-      await redis.quit().catch(() => redis.disconnect());
+      await connection.release();
     },
   };
 }
