@@ -165,7 +165,7 @@ describe('redis', () => {
   it("a server's key and usage stores share one connection, which the last of them to close closes", async () => {
     const { keys, usage } = openServerStores({ store: 'redis', 'redis-url': redis.url, 'data-dir': root }, { usage: true });
     const admin = new Redis(redis.url);
-    const clients = async () => (await admin.client('LIST')).split('\n').filter((line) => line.includes('cmd=') && !line.includes('cmd=client')).length;
+    const clients = async () => (await admin.client('LIST') as string).split('\n').filter((line: string) => line.includes('cmd=') && !line.includes('cmd=client')).length;
     try {
       const [found, taken] = await Promise.all([keys.findKeyByHash('none'), usage!.take([{ counter: 'rpm:key_w:1', amount: 1, limit: 5, expiresAt: FAR }])]);
       expect([found, taken]).toEqual([null, { taken: true, used: [1] }]);
