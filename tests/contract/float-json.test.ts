@@ -3,7 +3,7 @@
 // float32 values of every magnitude, on whole bodies against JSON.stringify, and over HTTP against
 // the vectors the embedder computes in process.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { float32Json, float32JsonBytes } from '../../src/contract/index.ts';
+import { finiteNumbersOf, float32Json, float32JsonBytes } from '../../src/contract/index.ts';
 import { createApp } from '../../src/http/app.ts';
 import { loadModelFolder, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import type { Embedder } from '../../src/embedder/types.ts';
@@ -68,6 +68,19 @@ describe('float32JsonBytes', () => {
     const doubles = Array.from({ length: 10 }, (_, i) => Math.PI * i);
     const body = { short: [Math.fround(0.1), Math.fround(0.2)], ids, doubles, holes: [...vector.slice(0, 9), Number.NaN] };
     expect(text(float32JsonBytes(body))).toBe(JSON.stringify(body));
+  });
+
+  it('a vector copied by finiteNumbersOf is written as the same vector scanned, and one with a NaN as JSON writes it', () => {
+    const source = Float32Array.from(vector);
+    const copied = finiteNumbersOf(source);
+    expect(copied).toEqual(vector);
+    expect(text(float32JsonBytes({ v: copied }))).toBe(text(float32JsonBytes({ v: [...vector] })));
+    source[3] = Number.NaN;
+    const withNaN = finiteNumbersOf(source);
+    expect(text(float32JsonBytes({ v: withNaN }))).toBe(JSON.stringify({ v: withNaN }));
+    // Marked, then changed after: still valid JSON (a non-finite number is written as JSON writes it, null).
+    copied[5] = Number.POSITIVE_INFINITY;
+    expect(JSON.parse(text(float32JsonBytes({ v: copied }))).v[5]).toBeNull();
   });
 
   it('a string that holds the marker it uses cannot misplace a vector: the body is then written plainly', () => {
