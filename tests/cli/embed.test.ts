@@ -13,6 +13,15 @@ beforeAll(() => void (dir = mkdtempSync(join(tmpdir(), 'lexembed-embed-'))));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const readOut = (path: string) => readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; embedding: number[] });
+/**
+ * The whole lines of an output a SIGKILL interrupted: the kill may land inside a write (Linux
+ * stops a write to a file between pages for a fatal signal), tearing the last line, which is what
+ * a resume cuts off.
+ */
+const wholeLines = (path: string) => {
+  const text = readFileSync(path, 'utf8');
+  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean);
+};
 const embed = (input: string, output: string, ...extra: string[]) => runCli(['embed', input, '--output', output, '--model', BUNDLED_MODEL_DIR, ...extra]);
 // Tests of the command's mechanics that embed thousands of rows use the fast static model.
 const embedStatic = (input: string, output: string, ...extra: string[]) => runCli(['embed', input, '--output', output, '--model', STATIC_MODEL_DIR, ...extra]);
@@ -76,7 +85,7 @@ describe('lexembed embed', () => {
     });
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
-    const partial = readFileSync(output, 'utf8').split('\n').filter(Boolean).length;
+    const partial = wholeLines(output).length;
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(n);
     appendFileSync(output, '{"id":"r99999","embedd'); // as if the kill had torn a line
@@ -125,7 +134,7 @@ describe('lexembed embed', () => {
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
     }
-    const partial = readOut(output) as unknown as ChunkRow[];
+    const partial = wholeLines(output).map((line) => JSON.parse(line) as ChunkRow);
     expect(partial.length).toBeLessThan(ref.length);
     const last = partial.at(-1)!;
     const resumed = await embedStatic(input, output, ...args);
