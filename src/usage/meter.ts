@@ -129,9 +129,11 @@ class MeteredRequest implements Ticket {
   private tokensUsed?: number;
   private charged = 0;
   private settled = false;
-  /** Whether the request has been counted against its key's requests per minute, or refused by them. */
-  private counted = false;
-  private refusedByRate = false;
+  /**
+   * Whether the request's place in its key's requests per minute is settled: counted, refused by
+   * them, or the store failed while checking (then counting would fail too).
+   */
+  private rateDone = false;
 
   constructor(
     private readonly context: MeterContext,
@@ -151,7 +153,7 @@ class MeteredRequest implements Ticket {
       return this.unreachable(error);
     }
     this.requestsUsed = result.used[0];
-    if (result.taken) return (this.counted = true), null;
+    if (result.taken) return (this.rateDone = true), null;
     return this.rateRefusal();
   }
 
@@ -162,7 +164,7 @@ class MeteredRequest implements Ticket {
     // the key's tokens this minute (if limited) and the account's month, which always counts (a
     // quota set mid-month sees the month's usage before it).
     const quota = account.monthly_tokens ?? null;
-    const request: TakeItem | null = key.rpm && !this.counted ? this.requestItem(key.rpm) : null;
+    const request: TakeItem | null = key.rpm && !this.rateDone ? this.requestItem(key.rpm) : null;
     const tokens: TakeItem | null = key.tpm ? { counter: counters.tokens(key.id, minute), amount: inputTokens, limit: key.tpm, expiresAt: minuteEnds + MINUTE_MS } : null;
     const month: TakeItem = { counter: counters.month(account.id, monthOf), amount: inputTokens, limit: quota, expiresAt: monthExpiry };
     const items = [request, tokens, month].filter((item): item is TakeItem => item !== null);
@@ -177,7 +179,7 @@ class MeteredRequest implements Ticket {
     if (request) this.requestsUsed = used(request) + (result.taken ? 0 : 1);
     if (tokens) this.tokensUsed = used(tokens);
     if (result.taken) {
-      this.counted ||= request !== null;
+      this.rateDone = true;
       for (const item of [tokens, month]) if (item) this.taken.push({ counter: item.counter, amount: item.amount });
       this.charged += inputTokens;
       return null;
@@ -214,7 +216,7 @@ class MeteredRequest implements Ticket {
     const { key, account } = this.principal;
     try {
       // Not refused for its rate, yet not counted against it: it failed before (or at) its charge, or was never charged.
-      if (key.rpm && !this.counted && !this.refusedByRate) await store.take([{ ...this.requestItem(key.rpm), limit: null }]);
+      if (key.rpm && !this.rateDone) await store.take([{ ...this.requestItem(key.rpm), limit: null }]);
       // Refused or failed: not counted in usage, and the tokens it was charged go back.
       if (inputTokens === null) return void (await this.giveBack());
       // An operation that runs no model is never charged; one that reports other tokens than it was charged is corrected.
@@ -252,7 +254,7 @@ class MeteredRequest implements Ticket {
   /** The 429 of a key that has made all its requests this minute. */
   private rateRefusal(): Problem {
     const { key } = this.principal;
-    this.refusedByRate = true;
+    this.rateDone = true;
     const wait = this.secondsToMinuteEnd();
     return problem(
       'rateLimited',
@@ -270,6 +272,7 @@ class MeteredRequest implements Ticket {
   }
 
   private unreachable(error: unknown): Problem {
+    this.rateDone = true;
     this.context.onStoreError?.(error, 'check');
     return problem(
       'unavailable',

@@ -174,9 +174,10 @@ describe('monthly quotas', () => {
   });
 
   it('a usage store that fails is a 503 with Retry-After, never a 500 or a free pass', async () => {
+    let takes = 0;
     const broken: UsageStore = {
       name: 'broken',
-      take: async () => Promise.reject(new Error('connection lost')),
+      take: async () => (takes++, Promise.reject(new Error('connection lost'))),
       giveBack: async () => {},
       record: async () => {},
       rows: async () => [],
@@ -187,6 +188,7 @@ describe('monthly quotas', () => {
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('2');
     expect(((await res.json()) as { detail: string }).detail).toMatch(/usage store \(broken\) cannot be reached/);
+    expect(takes).toBe(1); // the failed check is not followed by a count against the rate, which would fail too
   });
 });
 
