@@ -57,7 +57,7 @@ export function openUsageStore(config: StoreConfig, options: { writer: boolean }
 
 /**
  * The server's stores: keys, and usage unless `usage` is false (the usage store is then null).
- * On Redis both use one connection, so a turn's key lookups and usage calls leave in one write.
+ * On Redis both use one auto-pipelined connection, so key lookups and usage calls share its writes.
  */
 export function openServerStores(config: StoreConfig, options: { usage: boolean }): { keys: KeyStore; usage: UsageStore | null } {
   if (config.store === 'redis') {

@@ -28,7 +28,6 @@ export function truncateAndNormalize(vector: ArrayLike<number>, dimensions: numb
   return out;
 }
 
-
 /** Output types of the `output_dtype` extension (Voyage AI's meanings). */
 export const OUTPUT_DTYPES = ['float', 'int8', 'uint8', 'binary', 'ubinary'] as const;
 export type OutputDtype = (typeof OUTPUT_DTYPES)[number];

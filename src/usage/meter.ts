@@ -175,8 +175,9 @@ class MeteredRequest implements Ticket {
       return this.unreachable(error);
     }
     const used = (item: TakeItem) => result.used[items.indexOf(item)]!;
+    const refused = result.taken ? null : items[result.refused];
     // A request refused for its tokens or the quota still counts against the rate (at settle): say so already.
-    if (request) this.requestsUsed = used(request) + (result.taken ? 0 : 1);
+    if (request) this.requestsUsed = used(request) + (refused && refused !== request ? 1 : 0);
     if (tokens) this.tokensUsed = used(tokens);
     if (result.taken) {
       this.rateDone = true;
@@ -184,8 +185,7 @@ class MeteredRequest implements Ticket {
       this.charged += inputTokens;
       return null;
     }
-    const refused = items[result.refused];
-    if (refused === request) return (this.requestsUsed = used(request)), this.rateRefusal();
+    if (refused === request) return this.rateRefusal();
     if (refused === month) {
       return problem(
         'quotaExceeded',

@@ -120,7 +120,7 @@ describe('rate limits', () => {
     expect(third.status).toBe(429);
     expect(((await third.json()) as { detail: string }).detail).toMatch(/may make 3 requests per minute and has made them all this minute/);
     expect(third.headers.get('ratelimit')).toBe('"rpm";r=0;t=55, "tpm";r=4;t=55');
-    // /v1/tokenize is never charged: its rate is checked before its body is read.
+    // /v1/tokenize is never charged: it is admitted against the rate (refused here, not counted at settle).
     const tokenize = await s.post('/v1/tokenize', { model: 'legal-2-embedder', texts: ['rent'] });
     expect(tokenize.status).toBe(429);
     expect((await s.usage.rows())[0]).toMatchObject({ requests: 1, input_tokens: 6 });
