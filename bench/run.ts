@@ -8,7 +8,7 @@
 // Workloads short (~16 tokens), medium (~128), long (~512), mixed; concurrency 1 and 64.
 // With --devices cpu,webgpu, (b) and (c) also run on the WebGPU path (src/node/runtime/webgpu/) beside
 // onnxruntime-node, on the same texts.
-// Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive]
+// Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive] [--skip-metering]
 //        [--devices cpu,webgpu] [--gpu-adapter NVIDIA] [--webgpu-max-batch-tokens auto|N]
 import autocannon from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -34,6 +34,7 @@ const { values } = parseArgs({
     workloads: { type: 'string', default: 'short,medium,long,mixed' },
     concurrency: { type: 'string', default: '1,64' },
     'skip-naive': { type: 'boolean', default: false },
+    'skip-metering': { type: 'boolean', default: false },
     inference: { type: 'string', default: 'worker' },
     threads: { type: 'string', default: '0' },
     'max-batch-tokens': { type: 'string', default: '512' },
@@ -225,7 +226,8 @@ writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.vers
 console.log(`\nwrote ${values.json}`);
 for (const e of embedders.values()) await e.dispose();
 // (e) what usage metering, rate limits and quotas cost: the same server with and without them (bench/metering.ts).
-await benchMetering({ model: modelDir, duration: Math.max(4, Math.ceil(duration / 2)), rounds: 2 });
+// The GPU kit skips it (--skip-metering): it measures the CPU server's bookkeeping, not the GPU.
+if (!values['skip-metering']) await benchMetering({ model: modelDir, duration: Math.max(4, Math.ceil(duration / 2)), rounds: 2 });
 process.exit(0);
 
 async function embedOrThrow(embedder: Awaited<ReturnType<typeof loadModelFolder>>, texts: string[]): Promise<Float32Array[]> {

@@ -128,18 +128,23 @@ for MODEL in ${MODELS//,/ }; do
     python3 model/make_fp16.py "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fp16 graph for $MODEL (make_fp16.py failed; see above): WebGPU runs fp32"
   fi
   if [ "$TORCH" = 1 ]; then
-    tsx bench/gpu/ids.ts --model "$DIR" --out "$WORK/ids-$MODEL.json" --workloads "$WORKLOADS" 2>&1 | tee -a "$WORK/run.log"
-    python3 bench/gpu/torch_anchor.py --model "$DIR" --ids "$WORK/ids-$MODEL.json" --out "$WORK/anchor-$MODEL.json" \
-      --dtype "$DTYPE" --max-batch-tokens "$TORCH_BATCH_TOKENS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"} 2>&1 | tee -a "$WORK/run.log"
+    # A failing step is logged and the run goes on: on a lent GPU machine, one broken step must not
+    # cost the figures of the others (the report leaves out what is missing).
+    { tsx bench/gpu/ids.ts --model "$DIR" --out "$WORK/ids-$MODEL.json" --workloads "$WORKLOADS" 2>&1 | tee -a "$WORK/run.log" &&
+      python3 bench/gpu/torch_anchor.py --model "$DIR" --ids "$WORK/ids-$MODEL.json" --out "$WORK/anchor-$MODEL.json" \
+        --dtype "$DTYPE" --max-batch-tokens "$TORCH_BATCH_TOKENS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"} 2>&1 | tee -a "$WORK/run.log"
+    } || log "the PyTorch anchor failed for $MODEL (see the log above); the benchmark goes on without it"
   fi
   # Pooling on the GPU vs read back and pooled in JS, fp32, same texts and run (the native provider directly).
   log "pooling on the GPU vs in JavaScript ($MODEL, 256 texts x 128 tokens)"
   tsx bench/native-webgpu.ts --model "$DIR" --texts 256 --tokens 128 --rounds 3 --skip-web 2>&1 | grep -v '^Warning: maxDynamic' | tee "$WORK/pooling-$MODEL.txt" | tee -a "$WORK/run.log" \
     || log "the pooling comparison failed for $MODEL (see the log); the benchmark goes on"
   tsx bench/run.ts --model "$DIR" --devices cpu,webgpu --gpu-adapter "$ADAPTER" --workloads "$WORKLOADS" \
-    --duration "$DURATION" --skip-naive --webgpu-max-batch-tokens "$BATCH_TOKENS" --json "$WORK/bench-$MODEL.json" 2>&1 | tee -a "$WORK/run.log"
+    --duration "$DURATION" --skip-naive --skip-metering --webgpu-max-batch-tokens "$BATCH_TOKENS" --json "$WORK/bench-$MODEL.json" 2>&1 | tee -a "$WORK/run.log" \
+    || log "the benchmark failed for $MODEL (see the log above); the next model goes on"
 done
 
+tar -C "$WORK" -czf "$OUT/logs.tar.gz" .  # now, and again below: a report that fails still leaves the raw files
 tsx bench/gpu/report.ts --dir "$WORK" --environment "$OUT/environment.txt" --json "$OUT/gpu-results.json" --markdown "$OUT/gpu-results.md"
 tar -C "$WORK" -czf "$OUT/logs.tar.gz" .
 log "results: $OUT/gpu-results.json, $OUT/gpu-results.md (logs and raw files: $OUT/logs.tar.gz)"
