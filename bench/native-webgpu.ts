@@ -13,7 +13,7 @@ import type { EmbeddingBackend } from '../src/embedder/types.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../src/node/runtime/load-model.ts';
 import { createTransformersBackend } from '../src/backend/transformers-backend.ts';
 import { createDevicePooling, KEEP_HIDDEN_ON_GPU } from '../src/node/runtime/device-pooling.ts';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const { values } = parseArgs({ options: { model: { type: 'string', default: BUNDLED_MODEL_DIR }, texts: { type: 'string', default: '64' }, tokens: { type: 'string', default: '128' }, rounds: { type: 'string', default: '3' }, 'skip-web': { type: 'boolean', default: false } } });
@@ -49,12 +49,16 @@ async function timeBackend(name: string, backend: EmbeddingBackend): Promise<Run
 const common = { modelId: basename(dir), localModelPath: dirname(dir) + '/', settings };
 const runs: Run[] = [];
 runs.push(await timeBackend('onnxruntime-node cpu', await createTransformersBackend({ ...common, device: 'cpu' })));
-for (const onGpu of [false, true]) {
+// The fp16 graph too where the folder has one (model/make_fp16.py), whatever the adapter reports:
+// onnxruntime-node's provider decides on its own device whether it runs it.
+const fp16 = existsSync(join(dir, 'onnx', 'model_fp16.onnx'));
+for (const [onGpu, dtype] of [[false, 'fp32'], [true, 'fp32'], ...(fp16 ? [[true, 'fp16']] : [])] as [boolean, 'fp32' | 'fp16'][]) {
   // Pooling read back and done in JavaScript, or on the GPU (the server's native path: device-pooling.ts).
-  const name = `onnxruntime-node webgpu (native), pooling ${onGpu ? 'on the GPU' : 'in JS'}`;
+  const name = `onnxruntime-node webgpu (native)${dtype === 'fp16' ? ' fp16' : ''}, pooling ${onGpu ? 'on the GPU' : 'in JS'}`;
   try {
     const devicePooling = onGpu ? await createDevicePooling(settings.pooling) : undefined;
-    runs.push(await timeBackend(name, await createTransformersBackend({ ...common, device: 'webgpu', ...(onGpu ? { sessionOptions: { ...KEEP_HIDDEN_ON_GPU }, devicePooling } : {}) })));
+    const backendSettings = dtype === 'fp16' ? { ...settings, dtype } : settings;
+    runs.push(await timeBackend(name, await createTransformersBackend({ ...common, settings: backendSettings, device: 'webgpu', ...(onGpu ? { sessionOptions: { ...KEEP_HIDDEN_ON_GPU }, devicePooling } : {}) })));
   } catch (error) {
     console.log(`${name}: failed: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -87,6 +91,6 @@ const base = runs[0]!;
 console.log(`model ${dir}; ${n} texts × ${tokens} tokens, batches of 16, ${rounds} timed rounds`);
 for (const r of runs) {
   const cos = r.vectors.length ? Math.min(...r.vectors.map((v, i) => v.reduce((s, x, k) => s + x * base.vectors[i]![k]!, 0))) : NaN;
-  console.log(`${r.name.padEnd(56)} first ${r.name.startsWith('worker') ? '(load+pass)' : 'batch'} ${r.first.toFixed(0).padStart(6)} ms   ${r.perSecond.toFixed(1).padStart(7)} texts/s (×${(r.perSecond / base.perSecond).toFixed(2)} cpu)   min cosine to cpu ${Number.isNaN(cos) ? '–' : cos.toFixed(5)}`);
+  console.log(`${r.name.padEnd(58)} first ${r.name.startsWith('worker') ? '(load+pass)' : 'batch'} ${r.first.toFixed(0).padStart(6)} ms   ${r.perSecond.toFixed(1).padStart(7)} texts/s (×${(r.perSecond / base.perSecond).toFixed(2)} cpu)   min cosine to cpu ${Number.isNaN(cos) ? '–' : cos.toFixed(5)}`);
 }
 process.exit(0);

@@ -11,6 +11,9 @@ import { patchWriteBuffer } from './dawn-workarounds.ts';
 
 export type { AdapterReport } from '../../../backend/device-rules.ts';
 
+/** Dawn toggles asked for where lexembed opens Dawn itself (see openWebGPU). */
+export const DAWN_ADAPTER_TOGGLES = ['vulkan_enable_f16_on_nvidia'] as const;
+
 interface GpuAdapterLike {
   readonly info?: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };
   readonly isFallbackAdapter?: boolean;
@@ -48,7 +51,12 @@ export async function openWebGPU(adapterName = ''): Promise<WebGPUHandle> {
   // Node 20 has no GPUBuffer, GPUQueue… globals and no navigator: onnxruntime-web expects both.
   Object.assign(globalThis, webgpu.globals);
   patchWriteBuffer(webgpu.globals);
-  const gpu = webgpu.create(adapterName ? [`adapter=${adapterName}`] : []);
+  // vulkan_enable_f16_on_nvidia: Dawn hides shader-f16 on every NVIDIA GPU under Vulkan unless this
+  // toggle is on (crbug.com/42251215: conformance failures), and onnxruntime-node's WebGPU provider
+  // turns it on for its own device. Without it here, lexembed read an H200 as lacking shader-f16 and
+  // ran fp32 on a device that runs the fp16 graph (docs/gpu.md); the load's parity check still guards
+  // the vectors.
+  const gpu = webgpu.create([...(adapterName ? [`adapter=${adapterName}`] : []), `enable-dawn-features=${DAWN_ADAPTER_TOGGLES.join(',')}`]);
   const scope = globalThis as { navigator?: { gpu?: GpuLike } };
   const ownNavigator = scope.navigator === undefined;
   if (ownNavigator) Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
