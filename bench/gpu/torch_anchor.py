@@ -79,9 +79,23 @@ def bert_state_dict(model_path):
     for node in graph.node:
         if node.op_type == "Gather" and node.input[1] == "input_ids" and node.input[0] in consts:
             table = consts[node.input[0]]
+            if table.ndim != 2:  # per-token scalars (the lexical part's buckets and weights): lexical_part
+                continue
             if word is None or table.shape != word.shape or not np.array_equal(table, word):
                 other_tables.append(table.astype(np.float32))
-    return state, other_tables
+    return state, other_tables, lexical_part(consts)
+
+
+LEXICAL = ("bucket", "weight", "rotation", "scale", "eps", "part_scale")
+
+
+def lexical_part(consts):
+    """The v3 hybrid's lexical part (model/add_lexical.py), or None: each token's IDF weight summed
+    into its bucket, square-rooted, unit-normalised, rotated and scaled, beside the dense parts scaled
+    by part_scale."""
+    if not all(f"lexical.{k}" in consts for k in LEXICAL):
+        return None
+    return {k: consts[f"lexical.{k}"] for k in LEXICAL}
 
 
 class Anchor(torch.nn.Module):
@@ -89,11 +103,26 @@ class Anchor(torch.nn.Module):
     static table's mean, each part normalised and weighted as model/export_hybrid.py does; for the
     static model, the table's mean alone."""
 
-    def __init__(self, bert, static_table=None, weight=0.5):
+    def __init__(self, bert, static_table=None, weight=0.5, lexical=None):
         super().__init__()
         self.bert = bert
         self.static = None if static_table is None else torch.nn.Embedding.from_pretrained(torch.from_numpy(static_table))
         self.a, self.b = math.sqrt(weight), math.sqrt(1.0 - weight)
+        self.lexical = lexical is not None
+        if lexical is not None:  # float32 throughout, as in the served graph
+            self.register_buffer("lex_bucket", torch.from_numpy(lexical["bucket"].astype(np.int64)))
+            self.register_buffer("lex_weight", torch.from_numpy(lexical["weight"].astype(np.float32)))
+            self.register_buffer("lex_rotation", torch.from_numpy(lexical["rotation"].astype(np.float32)))
+            self.register_buffer("lex_part_scale", torch.from_numpy(lexical["part_scale"].astype(np.float32)))
+            self.lex_scale, self.lex_eps = float(lexical["scale"]), float(lexical["eps"])
+
+    def lexical_vector(self, input_ids, attention_mask):
+        weights = self.lex_weight[input_ids] * attention_mask.float()
+        sums = torch.zeros((input_ids.shape[0], self.lex_rotation.shape[0]), device=input_ids.device)
+        sums.scatter_add_(1, self.lex_bucket[input_ids], weights)
+        root = sums.sqrt()
+        unit = root / root.norm(dim=-1, keepdim=True).clamp_min(self.lex_eps)
+        return (unit @ self.lex_rotation) * self.lex_scale
 
     def forward(self, input_ids, attention_mask):
         m = attention_mask.unsqueeze(-1).float()
@@ -104,21 +133,24 @@ class Anchor(torch.nn.Module):
             parts.append(self.a * unit_mean(hidden))
         if self.static is not None:
             parts.append(self.b * unit_mean(self.static(input_ids)))
-        return torch.nn.functional.normalize(torch.cat(parts, dim=-1), dim=-1)
+        joined = torch.cat(parts, dim=-1)
+        if self.lexical:
+            joined = torch.cat([joined * self.lex_part_scale, self.lexical_vector(input_ids, attention_mask)], dim=-1)
+        return torch.nn.functional.normalize(joined, dim=-1)
 
 
 def build_anchor(folder):
-    from transformers import BertConfig, BertModel
-
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
-    state, tables = bert_state_dict(os.path.join(folder, "onnx", "model.onnx"))
+    state, tables, lexical = bert_state_dict(os.path.join(folder, "onnx", "model.onnx"))
     if len(tables) > 1:
         sys.exit(f"{folder}: {len(tables)} extra token tables; expected at most one (the hybrid's static table)")
     if not state:  # the static model: one token table, mean-pooled
         if not tables:
             sys.exit(f"{folder}: neither BertModel weights nor a token table found in the ONNX graph")
-        return Anchor(None, tables[0]).eval(), None
+        return Anchor(None, tables[0], lexical=lexical).eval(), None
+    from transformers import BertConfig, BertModel
+
     heads = cfg["num_attention_heads"]
     config = BertConfig(vocab_size=cfg["vocab_size"], num_hidden_layers=cfg["num_hidden_layers"],
                         num_attention_heads=heads, intermediate_size=cfg["intermediate_size"],
@@ -136,7 +168,7 @@ def build_anchor(folder):
     if tables and os.path.exists(training):
         with open(training) as f:
             weight = json.load(f).get("hybrid", {}).get("weight", 0.5)
-    return Anchor(bert, tables[0] if tables else None, weight).eval(), config
+    return Anchor(bert, tables[0] if tables else None, weight, lexical).eval(), config
 
 
 def batches(seqs, max_batch, max_tokens):
@@ -218,7 +250,7 @@ def main():
         "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None,
         "torch": torch.__version__, "transformers": __import__("transformers").__version__,
         "architecture": {"layers": config.num_hidden_layers, "hidden": config.hidden_size, "heads": config.num_attention_heads,
-                         "static_table": model.static is not None} if config else {"static_table": True},
+                         "static_table": model.static is not None, "lexical": model.lexical} if config else {"static_table": True, "lexical": model.lexical},
         "batching": {"max_batch": args.max_batch, "max_batch_tokens": args.max_batch_tokens},
         "parity": {"texts": len(probe),
                    "torch_fp32_vs_onnxruntime_min_cosine": None if ort is None else min_cosine(reference, ort),
