@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR, loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { decideServerDevice } from '../../src/node/runtime/webgpu/decide.ts';
+import { dawnFlags } from '../../src/node/runtime/webgpu/detect.ts';
 import type { Embedder, EmbedInput } from '../../src/embedder/types.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 import { runCli, startServe, type ServerProcess } from '../support/cli.ts';
@@ -41,6 +42,11 @@ describe('device choice (pure)', () => {
 
   it('cpu is cpu', () => {
     expect(decideServerDevice('cpu', null).device).toBe('cpu');
+  });
+
+  it('Dawn is opened with shader-f16 allowed on NVIDIA under Vulkan (as onnxruntime-node opens its own device), and the adapter asked for', () => {
+    expect(dawnFlags()).toEqual(['enable-dawn-features=vulkan_enable_f16_on_nvidia']);
+    expect(dawnFlags('NVIDIA')).toEqual(['adapter=NVIDIA', 'enable-dawn-features=vulkan_enable_f16_on_nvidia']);
   });
 });
 

@@ -11,8 +11,17 @@ import { patchWriteBuffer } from './dawn-workarounds.ts';
 
 export type { AdapterReport } from '../../../backend/device-rules.ts';
 
-/** Dawn toggles asked for where lexembed opens Dawn itself (see openWebGPU). */
-export const DAWN_ADAPTER_TOGGLES = ['vulkan_enable_f16_on_nvidia'] as const;
+/**
+ * The flags lexembed opens Dawn with (the `webgpu` package's create()): the adapter asked for, and
+ * vulkan_enable_f16_on_nvidia. Dawn hides shader-f16 on every NVIDIA GPU under Vulkan unless that
+ * toggle is on (crbug.com/42251215: conformance failures), and onnxruntime-node's WebGPU provider
+ * turns it on for its own device. Without it here an H200 was read as lacking shader-f16 and ran
+ * fp32 on a device that runs the fp16 graph (docs/gpu.md); the load's parity check still guards the
+ * vectors.
+ */
+export function dawnFlags(adapterName = ''): string[] {
+  return [...(adapterName ? [`adapter=${adapterName}`] : []), 'enable-dawn-features=vulkan_enable_f16_on_nvidia'];
+}
 
 interface GpuAdapterLike {
   readonly info?: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };
@@ -51,12 +60,7 @@ export async function openWebGPU(adapterName = ''): Promise<WebGPUHandle> {
   // Node 20 has no GPUBuffer, GPUQueue… globals and no navigator: onnxruntime-web expects both.
   Object.assign(globalThis, webgpu.globals);
   patchWriteBuffer(webgpu.globals);
-  // vulkan_enable_f16_on_nvidia: Dawn hides shader-f16 on every NVIDIA GPU under Vulkan unless this
-  // toggle is on (crbug.com/42251215: conformance failures), and onnxruntime-node's WebGPU provider
-  // turns it on for its own device. Without it here, lexembed read an H200 as lacking shader-f16 and
-  // ran fp32 on a device that runs the fp16 graph (docs/gpu.md); the load's parity check still guards
-  // the vectors.
-  const gpu = webgpu.create([...(adapterName ? [`adapter=${adapterName}`] : []), `enable-dawn-features=${DAWN_ADAPTER_TOGGLES.join(',')}`]);
+  const gpu = webgpu.create(dawnFlags(adapterName));
   const scope = globalThis as { navigator?: { gpu?: GpuLike } };
   const ownNavigator = scope.navigator === undefined;
   if (ownNavigator) Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
