@@ -90,7 +90,7 @@ for (const model of models) {
   if (bench.parity) targets.push({ what: `WebGPU vs CPU vectors, ${model}, min cosine`, value: bench.parity.min_cosine, target: '≥ 0.999', met: bench.parity.min_cosine >= 0.999 });
   // bench/native-webgpu.ts: pooling on the GPU vs read back and pooled in JavaScript, same run.
   const pooling = existsSync(join(dir, `pooling-${model}.txt`)) ? readFileSync(join(dir, `pooling-${model}.txt`), 'utf8').trim().split('\n').filter((l) => /texts\/s/.test(l)) : [];
-  if (pooling.length) md.push('', 'Pooling on the GPU vs in JavaScript (fp32, the provider directly, same texts and run):', '', '```', ...pooling, '```');
+  if (pooling.length) md.push('', 'Pooling on the GPU vs in JavaScript, and fp16 (the provider directly, same texts and run):', '', '```', ...pooling, '```');
   md.push('');
   summary[model] = { devices: bench.devices, parity: bench.parity, pooling_comparison: pooling, anchor: anchor && { dtype: anchor.dtype, device: anchor.device, gpu: anchor.gpu, torch: anchor.torch, parity: anchor.parity, gpu_max_memory_allocated_mb: anchor.gpu_max_memory_allocated_mb }, rows, raw: { bench: bench.results, anchor: anchor?.results } };
 }
