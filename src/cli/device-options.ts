@@ -10,7 +10,7 @@ export const DEVICE_OPTIONS = {
   dtype: {
     env: 'LEXEMBED_DTYPE',
     default: 'auto',
-    help: 'precision on WebGPU: auto (fp16 where the adapter has shader-f16 and the model folder has onnx/model_fp16.onnx, made by model/make_fp16.py; else fp32), fp16 (stops if it cannot be had) or fp32; the cpu path runs fp32',
+    help: 'precision on WebGPU: auto (fp16 where the adapter has shader-f16 and the model folder has onnx/model_fp16.onnx, made by model/make_fp16.py; else fp32), fp16 (stops if it cannot be had) or fp32; the cpu path runs fp32. fp16 is checked at load against the cpu path (min cosine 0.999 on 8 texts); below it, auto loads fp32 and fp16 stops',
   },
 } satisfies OptionSpecs;
 

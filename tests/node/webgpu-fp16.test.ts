@@ -97,8 +97,9 @@ describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
   }, 180_000);
   afterAll(async () => Promise.all([cpu?.dispose(), gpu?.dispose()]));
 
-  it('--dtype auto takes fp16 on lavapipe (shader-f16) and says so', () => {
+  it('--dtype auto takes fp16 on lavapipe (shader-f16), checks it against the CPU path at load and says so', () => {
     expect(gpu.deviceReason).toContain('dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx)');
+    expect(gpu.deviceReason).toMatch(/fp16 checked at load against the CPU path's fp32 on 8 texts: min cosine 0\.999\d+/);
   });
 
   it('gives the CPU path\'s vectors within cosine 0.999, and the same token count', async () => {
@@ -112,4 +113,38 @@ describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
   it('--dtype fp16 on a folder without model_fp16.onnx stops start-up, saying how to make it', async () => {
     await expect(loadModelFolder(BUNDLED_MODEL_DIR, { device: 'webgpu', gpuDtype: 'fp16' })).rejects.toThrow(/--dtype fp16: the model folder has no onnx\/model_fp16\.onnx \(make it with: python3 model\/make_fp16\.py .*legal-2-embedder/);
   }, 120_000);
+});
+
+describe('an fp16 graph whose vectors are off (a broken fp16 path, as a driver could give)', () => {
+  // test-tiny's fp16 graph with its largest float16 weight shuffled: it loads and runs, wrongly.
+  const broken = join(work, 'broken-fp16');
+  beforeAll(() => {
+    cpSync(folders['test-tiny']!, broken, { recursive: true });
+    const file = join(broken, 'onnx', 'model_fp16.onnx');
+    execFileSync(python, [
+      '-c',
+      `import numpy as np, onnx; from onnx import numpy_helper as nh
+m = onnx.load(${JSON.stringify(file)}); big = max(m.graph.initializer, key=lambda t: np.prod(t.dims) if t.data_type == onnx.TensorProto.FLOAT16 else 0)
+a = nh.to_array(big).copy(); np.random.default_rng(0).shuffle(a.reshape(-1)); big.CopyFrom(nh.from_array(a, big.name)); onnx.save(m, ${JSON.stringify(file)})`,
+    ]);
+  });
+
+  it('--dtype auto loads fp32 instead, saying the fp16 vectors were off, and serves the CPU path\'s vectors', async () => {
+    const [gpu, cpu] = [await loadModelFolder(broken, { device: 'webgpu' }), await loadModelFolder(TEST_MODEL_DIR, { device: 'cpu' })];
+    try {
+      expect(gpu.deviceReason).toMatch(/dtype fp32 \(auto: not fp16 because fp16 vectors were off at load: min cosine (-?\d\.\d+|NaN) against the CPU path's fp32 on 8 texts \(below 0\.999\)\)/);
+      expect(gpu.deviceReason).not.toContain('dtype fp16');
+      const [a, b] = [await cpu.embed(input(GPU_TEXTS)), await gpu.embed(input(GPU_TEXTS))];
+      if (!a.ok || !b.ok) throw new Error('embed failed');
+      expectSameVectors(a.value.vectors, b.value.vectors, 0.999);
+    } finally {
+      await Promise.all([gpu.dispose(), cpu.dispose()]);
+    }
+  }, 180_000);
+
+  it('--dtype fp16 stops start-up with the figure and what to run instead', async () => {
+    await expect(loadModelFolder(broken, { device: 'webgpu', gpuDtype: 'fp16' })).rejects.toThrow(
+      /--dtype fp16: fp16 vectors were off at load: min cosine (-?\d\.\d+|NaN) against the CPU path's fp32 on 8 texts \(below 0\.999\) on this adapter; run --dtype fp32 \(or auto, which then keeps fp32\)/,
+    );
+  }, 180_000);
 });

@@ -10,9 +10,10 @@ import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
 import { createTransformersBackend, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend, type PlannedBackend } from './worker-backend.ts';
 import { applyBatchRule, type BatchSettings } from './batch-plan.ts';
+import { checkFp16AgainstCpu, describeFp16Check, type Fp16Check } from './fp16-check.ts';
 import { planInference, type InferenceRequest } from './inference-plan.ts';
 import type { Embedder } from '../../embedder/types.ts';
-import { FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
+import { FP16_MODEL_FILE, FP32_REQUESTED, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
 import { messageOf } from '../../util/message-of.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -109,7 +110,9 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   if (options.inference === 'main' && (options.lanes ?? 1) > 1) {
     throw new Error(`--lanes ${options.lanes} runs the model in ${options.lanes} worker threads; use --inference worker (the default) with it, or --lanes 1`);
   }
-  let backend = await (options.inference === 'main' ? createMainThreadBackend(backendOptions, request, folder) : createWorkerBackend({ ...backendOptions, request, lanes: options.lanes, oneBatchAtATime: options.oneBatchAtATime }));
+  const open = (asked: InferenceRequest) =>
+    options.inference === 'main' ? createMainThreadBackend(backendOptions, asked, folder) : createWorkerBackend({ ...backendOptions, request: asked, lanes: options.lanes, oneBatchAtATime: options.oneBatchAtATime });
+  let backend = await checkedFp16(await open(request), request, backendOptions, open);
   try {
     const batch = await applyBatchRule(backend.plan.batch, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
     if (batch.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` };
@@ -118,6 +121,34 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     await backend.dispose();
     throw error;
   }
+}
+
+/**
+ * A GPU backend that loaded the fp16 graph, checked against the CPU path's fp32 (fp16-check.ts):
+ * kept with the check's figure in its device line; else, under --dtype auto, loaded again in fp32
+ * with the reason, and under --dtype fp16, refused.
+ */
+async function checkedFp16(
+  backend: PlannedBackend,
+  request: InferenceRequest,
+  cpuOptions: TransformersBackendOptions,
+  open: (request: InferenceRequest) => Promise<PlannedBackend>,
+): Promise<PlannedBackend> {
+  if (backend.plan.device !== 'webgpu' || backend.plan.dtype !== 'fp16') return backend;
+  let check: Fp16Check;
+  try {
+    check = await checkFp16AgainstCpu(backend, cpuOptions);
+  } catch (error) {
+    await backend.dispose();
+    throw error;
+  }
+  if (check.ok) return { ...backend, deviceReason: `${backend.deviceReason}; ${describeFp16Check(check)}` };
+  await backend.dispose();
+  if (request.dtype === 'fp16') throw new Error(`--dtype fp16: ${describeFp16Check(check)} on this adapter; run --dtype fp32 (or auto, which then keeps fp32)`);
+  const fp32 = await open({ ...request, dtype: 'fp32' });
+  const why = describeFp16Check(check);
+  const said = fp32.deviceReason ?? '';
+  return { ...fp32, deviceReason: said.includes(FP32_REQUESTED) ? said.replace(FP32_REQUESTED, `dtype fp32 (auto: not fp16 because ${why})`) : `${said}; ${why}, so fp32` };
 }
 
 /**

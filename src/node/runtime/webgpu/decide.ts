@@ -45,10 +45,14 @@ export interface DtypeFacts {
   readonly folder: string;
 }
 
+/** The device line's words for --dtype fp32 (load-model.ts rewrites them when it falls back from fp16). */
+export const FP32_REQUESTED = 'dtype fp32 was requested';
+
 /**
  * The model's precision (--dtype): fp16 runs on onnxruntime-node's WebGPU provider when the adapter
  * has `shader-f16` and the folder has onnx/model_fp16.onnx (model/make_fp16.py); auto takes it
  * then and says why not otherwise; an explicit fp16 that cannot be had stops start-up with the reason.
+ * A loaded fp16 graph is then checked against the CPU path at load (load-model.ts, fp16-check.ts).
  */
 export function decideGpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype: string; reason: string } {
   const make = `make it with: python3 model/make_fp16.py ${facts.folder} (numpy and onnx)`;
@@ -68,7 +72,7 @@ export function decideGpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype:
     if (missing) throw new Error(`--dtype fp16: ${missing}`);
     return { dtype: 'fp16', reason: `dtype fp16 (${FP16_MODEL_FILE}) was requested` };
   }
-  if (requested === 'fp32' || facts.device !== 'webgpu') return { dtype: facts.modelDtype, reason: requested === 'fp32' ? 'dtype fp32 was requested' : `dtype ${facts.modelDtype}` };
+  if (requested === 'fp32' || facts.device !== 'webgpu') return { dtype: facts.modelDtype, reason: requested === 'fp32' ? FP32_REQUESTED : `dtype ${facts.modelDtype}` };
   return missing
     ? { dtype: facts.modelDtype, reason: `dtype ${facts.modelDtype} (auto: not fp16 because ${missing})` }
     : { dtype: 'fp16', reason: `dtype fp16 (auto: the adapter offers shader-f16 and the folder has ${FP16_MODEL_FILE})` };
