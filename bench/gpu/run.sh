@@ -135,7 +135,7 @@ for MODEL in ${MODELS//,/ }; do
         --dtype "$DTYPE" --max-batch-tokens "$TORCH_BATCH_TOKENS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"} 2>&1 | tee -a "$WORK/run.log"
     } || log "the PyTorch anchor failed for $MODEL (see the log above); the benchmark goes on without it"
   fi
-  # Pooling on the GPU vs read back and pooled in JS, fp32, same texts and run (the native provider directly).
+  # Pooling on the GPU vs read back and pooled in JS (fp32), and the fp16 graph where there is one: the native provider directly, same texts and run.
   log "pooling on the GPU vs in JavaScript ($MODEL, 256 texts x 128 tokens)"
   tsx bench/native-webgpu.ts --model "$DIR" --texts 256 --tokens 128 --rounds 3 --skip-web 2>&1 | grep -v '^Warning: maxDynamic' | tee "$WORK/pooling-$MODEL.txt" | tee -a "$WORK/run.log" \
     || log "the pooling comparison failed for $MODEL (see the log); the benchmark goes on"
@@ -144,8 +144,9 @@ for MODEL in ${MODELS//,/ }; do
     || log "the benchmark failed for $MODEL (see the log above); the next model goes on"
 done
 
-tar -C "$WORK" -czf "$OUT/logs.tar.gz" .  # now, and again below: a report that fails still leaves the raw files
-tsx bench/gpu/report.ts --dir "$WORK" --environment "$OUT/environment.txt" --json "$OUT/gpu-results.json" --markdown "$OUT/gpu-results.md"
+# A report that fails still leaves the raw files.
+tsx bench/gpu/report.ts --dir "$WORK" --environment "$OUT/environment.txt" --json "$OUT/gpu-results.json" --markdown "$OUT/gpu-results.md" \
+  || log "the report failed (see above); the raw files are in $OUT/logs.tar.gz"
 tar -C "$WORK" -czf "$OUT/logs.tar.gz" .
 log "results: $OUT/gpu-results.json, $OUT/gpu-results.md (logs and raw files: $OUT/logs.tar.gz)"
 cat "$OUT/gpu-results.md"

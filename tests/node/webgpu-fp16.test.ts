@@ -11,7 +11,7 @@ import { BUNDLED_MODEL_DIR, loadModelFolder, TEST_MODEL_DIR } from '../../src/no
 import { decideGpuDtype, type DtypeFacts } from '../../src/node/runtime/webgpu/decide.ts';
 import { describeEmbedderConformance } from '../embedder/conformance.ts';
 import { pythonWithOnnx } from '../support/python.ts';
-import { expectSameVectors, GPU_TEXTS } from './gpu-fixtures.ts';
+import { expectSameEmbeddings, GPU_TEXTS } from './gpu-fixtures.ts';
 
 const python = pythonWithOnnx();
 const work = mkdtempSync(join(tmpdir(), 'lexembed-fp16-'));
@@ -103,11 +103,9 @@ describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
   });
 
   it('gives the CPU path\'s vectors within cosine 0.999, and the same token count', async () => {
-    const [a, b] = [await cpu.embed(input(GPU_TEXTS)), await gpu.embed(input(GPU_TEXTS))];
-    if (!a.ok || !b.ok) throw new Error('embed failed');
-    expect(b.value.inputTokens).toBeGreaterThan(0);
-    expect(b.value.inputTokens).toBe(a.value.inputTokens);
-    expectSameVectors(a.value.vectors, b.value.vectors, 0.999);
+    const [a, b] = await expectSameEmbeddings(cpu, gpu, input(GPU_TEXTS), 0.999);
+    expect(b.inputTokens).toBeGreaterThan(0);
+    expect(b.inputTokens).toBe(a.inputTokens);
   }, 120_000);
 
   it('--dtype fp16 on a folder without model_fp16.onnx stops start-up, saying how to make it', async () => {
@@ -134,9 +132,7 @@ a = nh.to_array(big).copy(); np.random.default_rng(0).shuffle(a.reshape(-1)); bi
     try {
       expect(gpu.deviceReason).toMatch(/dtype fp32 \(auto: not fp16 because fp16 vectors were off at load: min cosine (-?\d\.\d+|NaN) against the CPU path's fp32 on 8 texts \(below 0\.999\)\)/);
       expect(gpu.deviceReason).not.toContain('dtype fp16');
-      const [a, b] = [await cpu.embed(input(GPU_TEXTS)), await gpu.embed(input(GPU_TEXTS))];
-      if (!a.ok || !b.ok) throw new Error('embed failed');
-      expectSameVectors(a.value.vectors, b.value.vectors, 0.999);
+      await expectSameEmbeddings(cpu, gpu, input(GPU_TEXTS), 0.999);
     } finally {
       await Promise.all([gpu.dispose(), cpu.dispose()]);
     }

@@ -5,6 +5,7 @@
 // without a word. load-model.ts falls back to fp32 under --dtype auto and stops under --dtype fp16.
 import { truncateAndNormalize, truncateToMaxTokens } from '../../contract/index.ts';
 import { createTransformersBackend, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
+import { dot } from '../../embedder/rerank.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 
 /** Lowest cosine between a probe's fp16 vector and its fp32 CPU vector that is accepted. */
@@ -39,15 +40,8 @@ export async function checkFp16AgainstCpu(gpu: EmbeddingBackend, cpuOptions: Tra
   try {
     const [a, b] = [await gpu.run(batch), await cpu.run(batch)];
     const dims = settings.dimensions.max;
-    let minCosine = 1;
-    for (let i = 0; i < batch.length; i++) {
-      const [x, y] = [truncateAndNormalize(a[i]!, dims), truncateAndNormalize(b[i]!, dims)];
-      let dot = 0;
-      for (let k = 0; k < x.length; k++) dot += x[k]! * y[k]!;
-      // NaN (an fp16 overflow) fails the check too.
-      minCosine = Number.isNaN(dot) ? Number.NaN : Math.min(minCosine, dot);
-      if (Number.isNaN(minCosine)) break;
-    }
+    // Math.min keeps a NaN (an fp16 overflow), which then fails the check too.
+    const minCosine = Math.min(...a.map((v, i) => dot(truncateAndNormalize(v, dims), truncateAndNormalize(b[i]!, dims))));
     return { texts: batch.length, minCosine, ok: minCosine >= FP16_MIN_COSINE };
   } finally {
     await cpu.dispose();
@@ -56,7 +50,7 @@ export async function checkFp16AgainstCpu(gpu: EmbeddingBackend, cpuOptions: Tra
 
 /** The device line's words for a check. */
 export function describeFp16Check(check: Fp16Check): string {
-  const cosine = Number.isNaN(check.minCosine) ? 'NaN' : check.minCosine.toFixed(6);
+  const cosine = check.minCosine.toFixed(6); // 'NaN' for NaN
   return check.ok
     ? `fp16 checked at load against the CPU path's fp32 on ${check.texts} texts: min cosine ${cosine}`
     : `fp16 vectors were off at load: min cosine ${cosine} against the CPU path's fp32 on ${check.texts} texts (below ${FP16_MIN_COSINE})`;

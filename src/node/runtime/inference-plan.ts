@@ -19,6 +19,8 @@ export interface InferenceRequest {
   readonly webgpuRuntime?: 'native' | 'web';
   /** --dtype: auto, fp32 or fp16. */
   readonly dtype: GpuDtype;
+  /** Set when the fp16 graph was loaded and its vectors refused at load (load-model.ts): auto then plans fp32 and says why. */
+  readonly fp16Refused?: string;
   /** LEXEMBED_GPU_POOLING=js: read the hidden state back and pool in JavaScript even where the GPU could (for comparison). */
   readonly poolInJs?: boolean;
   /** --max-batch-tokens / --max-batch-size. */
@@ -74,6 +76,7 @@ export function planInference(request: InferenceRequest, facts: InferenceFacts):
     modelDtype: facts.model.dtype,
     hasFp16File: facts.model.hasFp16File,
     folder: facts.model.folder,
+    fp16Refused: request.fp16Refused,
   });
   const pooling = native && !request.poolInJs ? 'gpu' : 'javascript';
   return {

@@ -13,7 +13,7 @@ import { applyBatchRule, type BatchSettings } from './batch-plan.ts';
 import { checkFp16AgainstCpu, describeFp16Check, type Fp16Check } from './fp16-check.ts';
 import { planInference, type InferenceRequest } from './inference-plan.ts';
 import type { Embedder } from '../../embedder/types.ts';
-import { FP16_MODEL_FILE, FP32_REQUESTED, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
+import { FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
 import { messageOf } from '../../util/message-of.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -142,13 +142,12 @@ async function checkedFp16(
     await backend.dispose();
     throw error;
   }
-  if (check.ok) return { ...backend, deviceReason: `${backend.deviceReason}; ${describeFp16Check(check)}` };
+  const said = describeFp16Check(check);
+  if (check.ok) return { ...backend, deviceReason: `${backend.deviceReason}; ${said}` };
   await backend.dispose();
-  if (request.dtype === 'fp16') throw new Error(`--dtype fp16: ${describeFp16Check(check)} on this adapter; run --dtype fp32 (or auto, which then keeps fp32)`);
-  const fp32 = await open({ ...request, dtype: 'fp32' });
-  const why = describeFp16Check(check);
-  const said = fp32.deviceReason ?? '';
-  return { ...fp32, deviceReason: said.includes(FP32_REQUESTED) ? said.replace(FP32_REQUESTED, `dtype fp32 (auto: not fp16 because ${why})`) : `${said}; ${why}, so fp32` };
+  if (request.dtype === 'fp16') throw new Error(`--dtype fp16: ${said} on this adapter; run --dtype fp32 (or auto, which then keeps fp32)`);
+  // The plan says it: "dtype fp32 (auto: not fp16 because fp16 vectors were off at load: …)".
+  return open({ ...request, fp16Refused: said });
 }
 
 /**

@@ -10,7 +10,7 @@ import type { EmbedInput } from '../../../src/embedder/types.ts';
 import { POOLING_GRAPHS } from '../../../src/node/runtime/device-pooling.ts';
 import { loadModelFolder, TEST_MODEL_DIR } from '../../../src/node/runtime/load-model.ts';
 import { pythonWithOnnx } from '../../support/python.ts';
-import { expectSameVectors } from '../gpu-fixtures.ts';
+import { expectSameEmbeddings, expectSameVectors } from '../gpu-fixtures.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'lexembed-pooling-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -32,13 +32,11 @@ describe.each(['mean', 'cls'] as const)('%s pooling on the GPU', (pooling) => {
     try {
       expect(gpu.deviceReason).toContain(`; ${pooling} pooling on the GPU`);
       expect(cpu.deviceReason ?? '').not.toContain('pooling on the GPU');
-      const [a, b] = [await cpu.embed(input(TEXTS)), await gpu.embed(input(TEXTS))];
-      if (!a.ok || !b.ok) throw new Error('embed failed');
-      expectSameVectors(a.value.vectors, b.value.vectors, 0.9999);
+      const [, b] = await expectSameEmbeddings(cpu, gpu, input(TEXTS), 0.9999);
       // A text alone gives the vector it gets inside the mixed batch (padding masked on the GPU too).
       const alone = await gpu.embed(input([TEXTS[1]!]));
       if (!alone.ok) throw new Error('embed failed');
-      expectSameVectors([b.value.vectors[1]!], alone.value.vectors, 0.9999);
+      expectSameVectors([b.vectors[1]!], alone.value.vectors, 0.9999);
     } finally {
       await Promise.all([cpu.dispose(), gpu.dispose()]);
     }
@@ -52,9 +50,7 @@ it('LEXEMBED_GPU_POOLING=js reads the hidden state back and pools in JavaScript,
   try {
     expect(onGpu.deviceReason).toContain('; mean pooling on the GPU');
     expect(inJs.deviceReason).toContain('; pooling in JavaScript (LEXEMBED_GPU_POOLING=js)');
-    const [a, b] = [await onGpu.embed(input(TEXTS)), await inJs.embed(input(TEXTS))];
-    if (!a.ok || !b.ok) throw new Error('embed failed');
-    expectSameVectors(a.value.vectors, b.value.vectors, 0.9999);
+    await expectSameEmbeddings(onGpu, inJs, input(TEXTS), 0.9999);
   } finally {
     await Promise.all([onGpu.dispose(), inJs.dispose()]);
   }

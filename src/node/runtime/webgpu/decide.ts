@@ -43,10 +43,9 @@ export interface DtypeFacts {
   readonly hasFp16File: boolean;
   /** The folder, for the message that says how to make the file. */
   readonly folder: string;
+  /** Why the fp16 graph, loaded once, was refused (its vectors checked at load: fp16-check.ts). */
+  readonly fp16Refused?: string;
 }
-
-/** The device line's words for --dtype fp32 (load-model.ts rewrites them when it falls back from fp16). */
-export const FP32_REQUESTED = 'dtype fp32 was requested';
 
 /**
  * The model's precision (--dtype): fp16 runs on onnxruntime-node's WebGPU provider when the adapter
@@ -67,12 +66,12 @@ export function decideGpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype:
             ? `the model is ${facts.modelDtype} (lexembed.json), not fp32`
             : !facts.hasFp16File
               ? `the model folder has no ${FP16_MODEL_FILE} (${make})`
-              : undefined;
+              : facts.fp16Refused;
   if (requested === 'fp16') {
     if (missing) throw new Error(`--dtype fp16: ${missing}`);
     return { dtype: 'fp16', reason: `dtype fp16 (${FP16_MODEL_FILE}) was requested` };
   }
-  if (requested === 'fp32' || facts.device !== 'webgpu') return { dtype: facts.modelDtype, reason: requested === 'fp32' ? FP32_REQUESTED : `dtype ${facts.modelDtype}` };
+  if (requested === 'fp32' || facts.device !== 'webgpu') return { dtype: facts.modelDtype, reason: requested === 'fp32' ? 'dtype fp32 was requested' : `dtype ${facts.modelDtype}` };
   return missing
     ? { dtype: facts.modelDtype, reason: `dtype ${facts.modelDtype} (auto: not fp16 because ${missing})` }
     : { dtype: 'fp16', reason: `dtype fp16 (auto: the adapter offers shader-f16 and the folder has ${FP16_MODEL_FILE})` };
