@@ -25,6 +25,16 @@ export interface TransformersBackendOptions {
    * `lexembed serve` uses unless told otherwise) measured 35 % less CPU per short text here.
    */
   readonly threadSpinning?: boolean;
+  /**
+   * Batches of at most this many padded tokens (texts × the longest) run on a second copy of the
+   * model with one intra-op thread (CPU, `intraOpNumThreads` > 1 only; 0 or absent: no copy). A
+   * short batch on the many-thread session wakes onnxruntime's sleeping pool threads for every
+   * parallel operator, which costs more than the work they share: measured on 2 cores (bundled
+   * hybrid, one session each, same run), one thread took 1.54 ms for one 16-token text against 1.88
+   * with two sleeping threads, and was faster up to 4×64 tokens; two won from 8×64 on (23.5 against
+   * 27.1 ms). The vectors are bit-identical either way (onnxruntime's CPU kernels split rows, not sums).
+   */
+  readonly smallBatchTokens?: number;
   /** Extra options for the model's session (e.g. where its outputs stay: src/node/runtime/device-pooling.ts). */
   readonly sessionOptions?: Record<string, unknown>;
   /**
@@ -51,16 +61,28 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     : undefined;
   const tokenizer = await AutoTokenizer.from_pretrained(options.modelId, { progress_callback });
   const injected = options.executionProviders;
-  const model = await AutoModel.from_pretrained(options.modelId, {
-    progress_callback,
-    dtype: options.settings.dtype,
-    device: (injected ? 'auto' : device) as 'cpu',
-    session_options: {
-      ...(injected ? { executionProviders: injected } : options.intraOpNumThreads ? { intraOpNumThreads: options.intraOpNumThreads, interOpNumThreads: 1 } : {}),
-      ...(options.threadSpinning === false && !injected && device === 'cpu' ? { extra: NO_SPINNING } : {}),
-      ...options.sessionOptions,
-    } as object,
-  });
+  const load = (intraOpNumThreads: number | undefined) =>
+    AutoModel.from_pretrained(options.modelId, {
+      progress_callback,
+      dtype: options.settings.dtype,
+      device: (injected ? 'auto' : device) as 'cpu',
+      session_options: {
+        ...(injected ? { executionProviders: injected } : intraOpNumThreads ? { intraOpNumThreads, interOpNumThreads: 1 } : {}),
+        ...(options.threadSpinning === false && !injected && device === 'cpu' ? { extra: NO_SPINNING } : {}),
+        ...options.sessionOptions,
+      } as object,
+    });
+  const model = await load(options.intraOpNumThreads);
+  const smallBatchTokens = options.smallBatchTokens ?? 0;
+  let oneThread: typeof model | null = null;
+  if (loadsOneThreadCopy(options)) {
+    try {
+      oneThread = await load(1);
+    } catch (error) {
+      await model.dispose();
+      throw error;
+    }
+  }
   const session = (model as unknown as { sessions: Record<string, { inputNames: string[] } | undefined> }).sessions.model;
   if (!session) throw new Error(`${options.modelId}: transformers.js loaded no "model" session from onnx/`);
   const inputNames = session.inputNames;
@@ -68,7 +90,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
   const devicePooling = options.devicePooling;
 
   return {
-    name: `transformers.js (${device})`,
+    name: `transformers.js (${device}${oneThread ? `; batches of up to ${smallBatchTokens} tokens on a one-thread copy` : ''})`,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),
@@ -84,7 +106,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
       const feeds = Object.fromEntries(inputNames.map((n) => [n, all[n]!]));
       // The raw session takes onnxruntime's own tensors, which transformers.js's wrap.
       if (devicePooling) return devicePooling.run(session, Object.fromEntries(Object.entries(feeds).map(([n, t]) => [n, t.ort_tensor])), padded);
-      const output = await model(feeds);
+      const output = await (oneThread && runsOnOneThread(dims, smallBatchTokens) ? oneThread : model)(feeds);
       const hidden = output.last_hidden_state as Tensor;
       const data = hidden.data as Float32Array;
       const size = hidden.dims[2]!;
@@ -95,9 +117,22 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     async dispose() {
       await devicePooling?.dispose();
       await model.dispose();
+      await oneThread?.dispose();
     },
   };
 }
+
+/** Whether these options load the one-thread copy for small batches (see `smallBatchTokens`). */
+export function loadsOneThreadCopy(options: Pick<TransformersBackendOptions, 'device' | 'executionProviders' | 'devicePooling' | 'intraOpNumThreads' | 'smallBatchTokens'>): boolean {
+  return (options.device ?? 'cpu') === 'cpu' && !options.executionProviders && !options.devicePooling && (options.intraOpNumThreads ?? 0) > 1 && (options.smallBatchTokens ?? 0) > 0;
+}
+
+/**
+ * Whether a padded batch of `dims` [texts, width] is small enough for the one-thread copy.
+ * @example runsOnOneThread([4, 64], 256) // true
+ * @example runsOnOneThread([8, 64], 256) // false
+ */
+export const runsOnOneThread = (dims: readonly [number, number], smallBatchTokens: number) => dims[0] * dims[1] <= smallBatchTokens;
 
 function pool(data: Float32Array, row: number, width: number, size: number, length: number, pooling: 'mean' | 'cls'): Float32Array {
   const out = new Float32Array(size);

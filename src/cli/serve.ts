@@ -7,7 +7,7 @@ import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
-import { CPU_AUTO_BATCH_SIZE, CPU_AUTO_BATCH_TOKENS } from '../node/runtime/batch-plan.ts';
+import { CPU_AUTO_BATCH_SIZE, CPU_AUTO_BATCH_TOKENS, DEFAULT_SMALL_BATCH_TOKENS } from '../node/runtime/batch-plan.ts';
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
 import { messageOf } from '../util/message-of.ts';
@@ -34,6 +34,11 @@ export const SERVE_OPTIONS = {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',
     help: "on: onnxruntime's CPU threads spin-wait for work between batches (its own default: a lone request answers sooner, but the cores burn while the server waits); off: they sleep (less CPU per text and more texts/s under load; docs/gpu.md has the figures, npm run bench:cpu measures them)",
+  },
+  'small-batch-tokens': {
+    env: 'LEXEMBED_SMALL_BATCH_TOKENS',
+    default: String(DEFAULT_SMALL_BATCH_TOKENS),
+    help: "batches of at most this many padded tokens (texts x the longest) run on a one-thread copy of the model, so a lone query wakes no sleeping onnxruntime thread (on 2 cores one thread was faster up to 4x64 tokens); 0: off, which saves the copy's memory; cpu with --threads above 1 only",
   },
   'max-batch-tokens': {
     env: 'LEXEMBED_MAX_BATCH_TOKENS',
@@ -78,6 +83,7 @@ const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).ext
   'max-body-bytes': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   'max-batch-tokens': autoOrPositiveInt,
   'max-batch-size': autoOrPositiveInt,
+  'small-batch-tokens': z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
   'max-queue-tokens': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
   inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
   'thread-spinning': z.enum(['on', 'off'], { error: 'must be "on" or "off"' }),
@@ -135,6 +141,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     threads: config.threads || undefined,
     lanes: config.lanes,
     threadSpinning: config['thread-spinning'] === 'on',
+    smallBatchTokens: config['small-batch-tokens'],
     inference: config.inference,
     ...deviceOptions(config),
     limits: { ...DEFAULT_SCHEDULER_LIMITS, maxQueueTokens: config['max-queue-tokens'] },

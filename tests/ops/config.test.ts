@@ -25,6 +25,7 @@ describe('lexembed serve configuration', () => {
     [['--max-body-bytes=-5'], '--max-body-bytes (LEXEMBED_MAX_BODY_BYTES) must be a positive integer; got "-5"'],
     [['--cors-origins', 'example.com'], '--cors-origins (LEXEMBED_CORS_ORIGINS) must be * or a comma-separated list of origins'],
     [['--threads', 'many'], '--threads (LEXEMBED_THREADS) must be a non-negative integer; got "many"'],
+    [['--small-batch-tokens', 'some'], '--small-batch-tokens (LEXEMBED_SMALL_BATCH_TOKENS) must be a non-negative integer; got "some"'],
     [['--lanes', '0'], '--lanes (LEXEMBED_LANES) must be an integer from 1 to 64; got "0"'],
     [['--bogus'], 'unknown option --bogus (run lexembed serve --help for the options)'],
   ])('refuses %j naming the option', async (args, message) => {

@@ -23,6 +23,13 @@ export interface BatchRule {
 }
 
 /**
+ * --small-batch-tokens: batches of at most this many padded tokens run on a one-thread copy of
+ * the model (TransformersBackendOptions.smallBatchTokens says why and what was measured). 256:
+ * one thread was faster up to 4×64 tokens on 2 cores, two from 8×64 on.
+ */
+export const DEFAULT_SMALL_BATCH_TOKENS = 256;
+
+/**
  * --max-batch-tokens auto on the CPU (WebGPU measures its own at start-up). Measured with
  * `npm run bench:cpu` on the bundled hybrid, 2 cores, quiet: at ~128 tokens 11.8 CPU-ms a text
  * (efficiency 0.97 of raw onnxruntime) against 13.2 (0.85) with 512; ~16 and ~512 tokens within

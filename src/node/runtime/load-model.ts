@@ -9,7 +9,7 @@ import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/s
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
 import { createTransformersBackend, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend, type PlannedBackend } from './worker-backend.ts';
-import { applyBatchRule, type BatchSettings } from './batch-plan.ts';
+import { applyBatchRule, DEFAULT_SMALL_BATCH_TOKENS, type BatchSettings } from './batch-plan.ts';
 import { checkFp16AgainstCpu, describeFp16Check, type Fp16Check } from './fp16-check.ts';
 import { planInference, type InferenceRequest } from './inference-plan.ts';
 import type { Embedder } from '../../embedder/types.ts';
@@ -46,6 +46,12 @@ export interface LoadModelOptions {
    * uninterrupted run's in the last bit of some components; one at a time they are identical).
    */
   readonly oneBatchAtATime?: boolean;
+  /**
+   * Batches of at most this many padded tokens run on a one-thread copy of the model, when
+   * `threads` > 1 on the CPU (default DEFAULT_SMALL_BATCH_TOKENS; 0: no copy). See
+   * TransformersBackendOptions.smallBatchTokens.
+   */
+  readonly smallBatchTokens?: number;
   /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/backend/transformers-backend.ts). */
   readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
@@ -98,6 +104,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     device: 'cpu',
     intraOpNumThreads: options.threads ?? availableParallelism(),
     threadSpinning: options.threadSpinning ?? false,
+    smallBatchTokens: options.smallBatchTokens ?? DEFAULT_SMALL_BATCH_TOKENS,
   };
   const request: InferenceRequest = {
     device: options.device ?? 'cpu',

@@ -3,7 +3,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
+import { loadsOneThreadCopy, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 import type { InferencePlan, InferenceRequest } from './inference-plan.ts';
 import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';
@@ -55,10 +55,11 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
   let nextId = 0;
   const threads = options.intraOpNumThreads ?? availableParallelism();
   // In the name ("model … loaded … on <name>"); the device line keeps saying only where and why.
+  const copy = plan.device === 'cpu' && loadsOneThreadCopy({ ...workerOptions, intraOpNumThreads: threads }) ? `; batches of up to ${options.smallBatchTokens} tokens on a one-thread copy` : '';
   const where =
     plan.device === 'webgpu'
       ? `webgpu on ${plan.adapter?.name}, worker thread${asked > 1 ? `; --lanes ${asked} applies to the cpu only` : ''}`
-      : lanes.length > 1 ? `${plan.device}, ${lanes.length} inference lanes of ${threads} thread${threads === 1 ? '' : 's'}` : `${plan.device}, worker thread`;
+      : lanes.length > 1 ? `${plan.device}, ${lanes.length} inference lanes of ${threads} thread${threads === 1 ? '' : 's'}${copy}` : `${plan.device}, worker thread${copy}`;
 
   return {
     name: `transformers.js (${where})`,

@@ -25,7 +25,7 @@ describe('pickLane', () => {
 describe('inference lanes on the test model', () => {
   let one: Embedder;
   let two: Embedder;
-  beforeAll(async () => void ([one, two] = await Promise.all([loadModelFolder(TEST_MODEL_DIR, { device: 'cpu', lanes: 1 }), loadModelFolder(TEST_MODEL_DIR, { device: 'cpu', lanes: 2, threads: 1 })])), 120_000);
+  beforeAll(async () => void ([one, two] = await Promise.all([loadModelFolder(TEST_MODEL_DIR, { device: 'cpu', lanes: 1, threads: 2, smallBatchTokens: 0 }), loadModelFolder(TEST_MODEL_DIR, { device: 'cpu', lanes: 2, threads: 1 })])), 120_000);
   afterAll(async () => void (await Promise.all([one?.dispose(), two?.dispose()])));
 
   it('says how many lanes run, and with how many threads', () => {
