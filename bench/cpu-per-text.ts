@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { postJson } from './http-client.ts';
+import { startServerProcess } from './server-process.ts';
 import { cpuSecondsOf } from './process-cpu.ts';
 import { busyMs, CATEGORIES, profileClock, summariseFolder } from './profile-summary.ts';
 import { makeTexts, wordsForTokens } from './texts.ts';
@@ -132,20 +133,13 @@ function child(role: string, extra: string[], onLine: (line: string) => void = (
 
 async function startServer(args: string, profileDir?: string): Promise<{ pid: number; url: string; stop: () => Promise<void> }> {
   const extra = args.split(' ').filter(Boolean);
-  const p = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    const onData = (d: Buffer) => {
-      output += d;
-      const m = /listening on (http:\/\/[^\s)"]+)/.exec(output);
-      if (m && /model .* loaded/.test(output)) resolveUrl(m[1]!);
-    };
-    p.stdout!.on('data', onData);
-    p.stderr!.on('data', onData);
-    p.on('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
-  });
-  const exited = new Promise<void>((r) => p.once('exit', () => r()));
-  return { pid: p.pid!, url, stop: () => (p.kill(profileDir ? 'SIGINT' : 'SIGTERM'), exited) };
+  const server = await startServerProcess(
+    [...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra],
+    /listening on (http:\/\/[^\s)"]+)/,
+    /model .* loaded/,
+  );
+  // Under --cpu-prof, SIGINT: the server exits through its own shutdown and the profile is written.
+  return { pid: server.pid, url: server.url, stop: () => server.stop(profileDir ? 'SIGINT' : 'SIGTERM') };
 }
 
 interface Totals {
@@ -161,7 +155,9 @@ async function main() {
   console.log(`CPU per text — model ${modelDir}, ${threads} onnxruntime threads, ${values.rounds} rounds of ${seconds} s per measurement, ${availableParallelism()} cores`);
   const servers = [];
   for (const args of configs) servers.push(await startServer(args));
-  console.log('tokens  server                 raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s  load-gen cpu-ms/text   efficiency by round');
+  // The server column is as wide as the longest configuration, so two that share a prefix stay apart.
+  const labelWidth = Math.max(20, ...configs.map((c) => c.length));
+  console.log(`tokens  ${'server'.padEnd(labelWidth)}   raw cpu-ms/text  server cpu-ms/text  efficiency   raw texts/s  server texts/s  server÷raw texts/s  load-gen cpu-ms/text   efficiency by round`);
   try {
     for (const length of values.lengths!.split(',').map(Number)) {
       const empty = (): Totals => ({ texts: 0, wall: 0, cpu: 0, loadCpu: 0, rounds: [] });
@@ -185,7 +181,7 @@ async function main() {
         const serverPer = (sum.cpu / sum.texts) * 1000;
         const serverRate = sum.texts / sum.wall;
         console.log(
-          `${String(length).padStart(6)}  ${(configs[i] || 'defaults').padEnd(20).slice(0, 20)}  ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}  ${((sum.loadCpu / sum.texts) * 1000).toFixed(2).padStart(20)}   ${sum.rounds.join(' ')}`,
+          `${String(length).padStart(6)}  ${(configs[i] || 'defaults').padEnd(labelWidth)}  ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}  ${((sum.loadCpu / sum.texts) * 1000).toFixed(2).padStart(20)}   ${sum.rounds.join(' ')}`,
         );
       }
     }
