@@ -5,8 +5,8 @@ so that lexembed's mean pooling + L2 normalisation serves
     v = [sqrt(w) * t / |t| , sqrt(1 - w) * s / |s|]      (t: transformer mean, s: static mean)
 
 whose dot products are w * cos_transformer + (1 - w) * cos_static. Both parts use the same
-WordPiece ids. The two token tables are stored as int8 with per-row scales (Cast·Mul, folded to
-float at load); the rest stays fp32. The torch module exported here is the served arithmetic, so
+WordPiece ids. The two token tables are stored as int8 with per-row scales, dequantised after the
+lookup (model/int8_rows.py); the rest stays fp32. The torch module exported here is the served arithmetic, so
 its vectors are what the evaluation scores.
 
     /usr/bin/python3 model/export_hybrid.py --transformer checkpoint.pt \
@@ -31,6 +31,7 @@ from torch import nn
 from bert import Bert
 from evaluate import build_source, load_static_model, model_source, print_report
 from export_static import quantize_rows
+from int8_rows import gather_int8_rows
 from legal_data import load_pairs, split_pairs, encode_capped
 from parity_fixture import write_fixture
 from train_transformer import torch_embed_fn
@@ -169,6 +170,7 @@ def write_folder(args, model, tok, ckpt, cfg, dims, max_tokens):
     graph_model = onnx.load(path)
     for table in (model.bert.embeddings.word_embeddings.weight, model.static.weight):
         store_rows_int8(graph_model, table.detach().numpy())
+    gather_int8_rows(graph_model)  # dequantise the looked-up rows, not whole tables at load
     onnx.checker.check_model(graph_model)
     onnx.save(graph_model, path)
 

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from int8_rows import gather_int8_rows
 from tokenizer_files import write_tokenizer_files
 
 
@@ -19,8 +20,8 @@ def quantize_rows(weights):
 
 
 def build_graph(q, scales):
-    # Cast and Mul act only on initializers, so onnxruntime folds them into one float table
-    # at session load; each run is then a Gather and a mask multiply.
+    # Written as the int8 table's Cast·Mul before its Gather, then rewritten to dequantise the
+    # looked-up rows only (int8_rows.py): onnxruntime would fold the whole table to float at load.
     nodes = [
         helper.make_node("Cast", ["table_int8"], ["table_f"], to=TensorProto.FLOAT),
         helper.make_node("Mul", ["table_f", "row_scale"], ["table"]),
@@ -38,6 +39,7 @@ def build_graph(q, scales):
          numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="lexembed")
     model.ir_version = 8
+    gather_int8_rows(model)
     onnx.checker.check_model(model)
     return model
 

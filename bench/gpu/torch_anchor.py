@@ -47,7 +47,24 @@ def graph_constants(graph):
                 consts[node.output[0]] = np.transpose(a[0], perm)
             else:
                 consts[node.output[0]] = a[0]
+    for base, table in dequantized_tables(consts).values():
+        consts.setdefault(base, table)
     return consts
+
+
+def dequantized_tables(consts):
+    """{int8 rows' name: (table name, float32 table)} for the int8 token tables that
+    model/int8_rows.py dequantises after their lookup: `X_int8` with `X_row_scale` (the hybrid), or
+    the static model's `table_int8` with `row_scale`."""
+    out = {}
+    for name, value in consts.items():
+        if not name.endswith("_int8") or value.dtype != np.int8 or value.ndim != 2:
+            continue
+        base = name[: -len("_int8")]
+        scale = consts.get(base + "_row_scale", consts.get("row_scale") if base == "table" else None)
+        if scale is not None:
+            out[name] = (base, value.astype(np.float32) * scale)
+    return out
 
 
 def bert_state_dict(model_path):
@@ -75,10 +92,14 @@ def bert_state_dict(model_path):
             if m and m.group(1).endswith(".bias"):
                 state[m.group(1)[: -len(".bias")] + ".weight"] = consts[node.input[1]].T.copy()
     word = state.get("embeddings.word_embeddings.weight")
+    # A table dequantised after its lookup is gathered twice: its int8 rows (read as the float
+    # table) and its row scales (part of that table, skipped).
+    int8 = {name: base for name, (base, _) in dequantized_tables(consts).items()}
+    scales = {name[: -len("_int8")] + "_row_scale" for name in int8} | ({"row_scale"} if "table_int8" in int8 else set())
     other_tables = []
     for node in graph.node:
-        if node.op_type == "Gather" and node.input[1] == "input_ids" and node.input[0] in consts:
-            table = consts[node.input[0]]
+        if node.op_type == "Gather" and node.input[1] == "input_ids" and node.input[0] in consts and node.input[0] not in scales:
+            table = consts[int8.get(node.input[0], node.input[0])]
             if table.ndim != 2:  # per-token scalars (the lexical part's buckets and weights): lexical_part
                 continue
             if word is None or table.shape != word.shape or not np.array_equal(table, word):
