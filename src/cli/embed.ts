@@ -209,7 +209,9 @@ async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | nu
   }
   // Batch limits on auto, as serve's (batch-plan.ts): fixed on the CPU, measured at load on WebGPU.
   // One batch at a time: a resumed run must write the very vectors an uninterrupted one would (load-model.ts).
-  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' }, oneBatchAtATime: true });
+  // A batch tool: its batches are full ones, so the one-thread copy for lone small batches
+  // (--small-batch-tokens in serve) would only cost its load and memory.
+  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' }, oneBatchAtATime: true, smallBatchTokens: 0 });
   if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
   if (dimensions !== null && dimensions > embedder.maxDimensions) {
     await embedder.dispose();
