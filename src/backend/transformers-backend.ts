@@ -1,6 +1,7 @@
 // The EmbeddingBackend over transformers.js (onnxruntime-node on Node, onnxruntime-web in
 // browsers and at the edge). Remote models are always disabled: files come from the caller.
 import { AutoModel, AutoTokenizer, Tensor, env } from '@huggingface/transformers';
+import { loadsOneThreadCopy, runsOnOneThread } from './one-thread-copy.ts';
 import { padBatch, type PaddedBatch } from './padding.ts';
 import type { ModelSettings } from '../embedder/settings.ts';
 import type { EmbeddingBackend } from '../embedder/types.ts';
@@ -121,18 +122,6 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     },
   };
 }
-
-/** Whether these options load the one-thread copy for small batches (see `smallBatchTokens`). */
-export function loadsOneThreadCopy(options: Pick<TransformersBackendOptions, 'device' | 'executionProviders' | 'devicePooling' | 'intraOpNumThreads' | 'smallBatchTokens'>): boolean {
-  return (options.device ?? 'cpu') === 'cpu' && !options.executionProviders && !options.devicePooling && (options.intraOpNumThreads ?? 0) > 1 && (options.smallBatchTokens ?? 0) > 0;
-}
-
-/**
- * Whether a padded batch of `dims` [texts, width] is small enough for the one-thread copy.
- * @example runsOnOneThread([4, 64], 256) // true
- * @example runsOnOneThread([8, 64], 256) // false
- */
-export const runsOnOneThread = (dims: readonly [number, number], smallBatchTokens: number) => dims[0] * dims[1] <= smallBatchTokens;
 
 function pool(data: Float32Array, row: number, width: number, size: number, length: number, pooling: 'mean' | 'cls'): Float32Array {
   const out = new Float32Array(size);

@@ -4,7 +4,7 @@
 // its own device; a driver whose fp16 arithmetic is wrong would otherwise serve wrong vectors
 // without a word. load-model.ts falls back to fp32 under --dtype auto and stops under --dtype fp16.
 import { truncateAndNormalize, truncateToMaxTokens } from '../../contract/index.ts';
-import { createTransformersBackend, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
+import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import { dot } from '../../embedder/rerank.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 
@@ -36,6 +36,7 @@ export interface Fp16Check {
 export async function checkFp16AgainstCpu(gpu: EmbeddingBackend, cpuOptions: TransformersBackendOptions): Promise<Fp16Check> {
   const { settings } = cpuOptions;
   const batch = PROBES.map((text) => truncateToMaxTokens(gpu.encode(text), settings.max_input_tokens));
+  const { createTransformersBackend } = await import('../../backend/transformers-backend.ts'); // on the GPU path only
   const cpu = await createTransformersBackend({ ...cpuOptions, device: 'cpu', intraOpNumThreads: 1 });
   try {
     const [a, b] = [await gpu.run(batch), await cpu.run(batch)];

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
-import { createTransformersBackend, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
+import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend, type PlannedBackend } from './worker-backend.ts';
 import { applyBatchRule, DEFAULT_SMALL_BATCH_TOKENS, type BatchSettings } from './batch-plan.ts';
 import { checkFp16AgainstCpu, describeFp16Check, type Fp16Check } from './fp16-check.ts';
@@ -167,6 +167,8 @@ async function createMainThreadBackend(options: TransformersBackendOptions, requ
   }
   const { settings } = options;
   const plan = planInference({ ...request, device: 'cpu' }, { gpu: null, model: { dtype: settings.dtype, pooling: settings.pooling, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder } });
+  // Imported here: transformers.js is loaded on the main thread only when the model runs there.
+  const { createTransformersBackend } = await import('../../backend/transformers-backend.ts');
   const backend = await createTransformersBackend({ ...options, settings: { ...settings, dtype: plan.dtype as typeof settings.dtype } });
   return { ...backend, plan };
 }

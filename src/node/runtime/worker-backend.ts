@@ -2,10 +2,12 @@
 // (inference lanes), so the event loop keeps serving HTTP (and /health) while batches run.
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { AutoTokenizer, env } from '@huggingface/transformers';
-import { loadsOneThreadCopy, type TransformersBackendOptions } from '../../backend/transformers-backend.ts';
+import { join } from 'node:path';
+import { loadsOneThreadCopy } from '../../backend/one-thread-copy.ts';
+import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 import type { InferencePlan, InferenceRequest } from './inference-plan.ts';
+import { loadFolderTokenizer } from './tokenizer.ts';
 import type { FromInferenceWorker, InferenceReply, ToInferenceWorker } from './worker-protocol.ts';
 
 export interface InferenceWorkerData extends TransformersBackendOptions {
@@ -30,14 +32,12 @@ const BATCHES_PER_LANE = 2;
  * lane is the default.
  */
 export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'warmupIds'> & { readonly lanes?: number; readonly oneBatchAtATime?: boolean }): Promise<PlannedBackend> {
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  env.localModelPath = options.localModelPath;
-  const tokenizer = await AutoTokenizer.from_pretrained(options.modelId);
+  // The main thread tokenises with the library transformers.js wraps, not transformers.js (tokenizer.ts).
+  const tokenizer = loadFolderTokenizer(join(options.localModelPath, options.modelId));
   // WebGPU compiles its shader pipelines on a session's first run (measured on lavapipe: the
   // hybrid model's first one-text batch 1.1 s, the next of another shape 0.2 s): one short batch
   // before ready moves that cost from the first request into start-up.
-  const warmupIds = tokenizer.encode('lexembed warm-up', { add_special_tokens: true });
+  const warmupIds = tokenizer.encode('lexembed warm-up');
   const { lanes: asked = 1, oneBatchAtATime = false, ...workerOptions } = options;
   const first = await startLane({ ...workerOptions, warmupIds });
   const { plan } = first.ready;
@@ -69,9 +69,9 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
     // Each lane runs one batch at a time; the next waits in its message queue, so it starts the
     // moment the last ends rather than after the reply has gone through this thread's event loop.
     maxBatchesInFlight: (oneBatchAtATime ? 1 : BATCHES_PER_LANE) * lanes.length,
-    encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
-    decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
-    tokenize: (text) => tokenizer.tokenize(text),
+    encode: tokenizer.encode,
+    decode: tokenizer.decode,
+    tokenize: tokenizer.tokenize,
     async run(batch) {
       // A lane whose worker ended takes no more batches while another still runs.
       const lane = lanes[pickLane(lanes.map((l) => (l.alive ? l.inFlight : Number.POSITIVE_INFINITY)))]!;

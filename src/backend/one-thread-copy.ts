@@ -1,0 +1,16 @@
+// Which batches run on the one-thread copy of the model (TransformersBackendOptions.smallBatchTokens
+// says why), apart from transformers-backend.ts so that the main thread can ask without loading
+// transformers.js (only the inference worker runs the model).
+import type { TransformersBackendOptions } from './transformers-backend.ts';
+
+/** Whether these options load the one-thread copy for small batches (see `smallBatchTokens`). */
+export function loadsOneThreadCopy(options: Pick<TransformersBackendOptions, 'device' | 'executionProviders' | 'devicePooling' | 'intraOpNumThreads' | 'smallBatchTokens'>): boolean {
+  return (options.device ?? 'cpu') === 'cpu' && !options.executionProviders && !options.devicePooling && (options.intraOpNumThreads ?? 0) > 1 && (options.smallBatchTokens ?? 0) > 0;
+}
+
+/**
+ * Whether a padded batch of `dims` [texts, width] is small enough for the one-thread copy.
+ * @example runsOnOneThread([4, 64], 256) // true
+ * @example runsOnOneThread([8, 64], 256) // false
+ */
+export const runsOnOneThread = (dims: readonly [number, number], smallBatchTokens: number) => dims[0] * dims[1] <= smallBatchTokens;
