@@ -1,10 +1,18 @@
 // Which batches run on the one-thread copy of the model (TransformersBackendOptions.smallBatchTokens
 // says why), apart from transformers-backend.ts so that the main thread can ask without loading
 // transformers.js (only the inference worker runs the model).
-import type { TransformersBackendOptions } from './transformers-backend.ts';
+
+/** What decides whether the copy loads: the fields of TransformersBackendOptions of those names. */
+export interface OneThreadCopyOptions {
+  readonly device?: string;
+  readonly executionProviders?: readonly string[];
+  readonly devicePooling?: unknown;
+  readonly intraOpNumThreads?: number;
+  readonly smallBatchTokens?: number;
+}
 
 /** Whether these options load the one-thread copy for small batches (see `smallBatchTokens`). */
-export function loadsOneThreadCopy(options: Pick<TransformersBackendOptions, 'device' | 'executionProviders' | 'devicePooling' | 'intraOpNumThreads' | 'smallBatchTokens'>): boolean {
+export function loadsOneThreadCopy(options: OneThreadCopyOptions): boolean {
   return (options.device ?? 'cpu') === 'cpu' && !options.executionProviders && !options.devicePooling && (options.intraOpNumThreads ?? 0) > 1 && (options.smallBatchTokens ?? 0) > 0;
 }
 
