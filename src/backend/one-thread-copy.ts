@@ -16,6 +16,9 @@ export function loadsOneThreadCopy(options: OneThreadCopyOptions): boolean {
   return (options.device ?? 'cpu') === 'cpu' && !options.executionProviders && !options.devicePooling && (options.intraOpNumThreads ?? 0) > 1 && (options.smallBatchTokens ?? 0) > 0;
 }
 
+/** What the device line says of the copy: "; batches of up to 256 tokens on a one-thread copy". */
+export const describeOneThreadCopy = (smallBatchTokens: number) => `; batches of up to ${smallBatchTokens} tokens on a one-thread copy`;
+
 /**
  * Whether a padded batch of `dims` [texts, width] is small enough for the one-thread copy.
  * @example runsOnOneThread([4, 64], 256) // true

@@ -1,7 +1,7 @@
 // The EmbeddingBackend over transformers.js (onnxruntime-node on Node, onnxruntime-web in
 // browsers and at the edge). Remote models are always disabled: files come from the caller.
 import { AutoModel, AutoTokenizer, Tensor, env } from '@huggingface/transformers';
-import { loadsOneThreadCopy, runsOnOneThread } from './one-thread-copy.ts';
+import { describeOneThreadCopy, loadsOneThreadCopy, runsOnOneThread } from './one-thread-copy.ts';
 import { padBatch, type PaddedBatch } from './padding.ts';
 import type { ModelSettings } from '../embedder/settings.ts';
 import type { EmbeddingBackend } from '../embedder/types.ts';
@@ -91,7 +91,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
   const devicePooling = options.devicePooling;
 
   return {
-    name: `transformers.js (${device}${oneThread ? `; batches of up to ${smallBatchTokens} tokens on a one-thread copy` : ''})`,
+    name: `transformers.js (${device}${oneThread ? describeOneThreadCopy(smallBatchTokens) : ''})`,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),

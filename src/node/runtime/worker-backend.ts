@@ -3,7 +3,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
-import { loadsOneThreadCopy } from '../../backend/one-thread-copy.ts';
+import { describeOneThreadCopy, loadsOneThreadCopy } from '../../backend/one-thread-copy.ts';
 import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 import type { InferencePlan, InferenceRequest } from './inference-plan.ts';
@@ -55,7 +55,8 @@ export async function createWorkerBackend(options: Omit<InferenceWorkerData, 'wa
   let nextId = 0;
   const threads = options.intraOpNumThreads ?? availableParallelism();
   // In the name ("model … loaded … on <name>"); the device line keeps saying only where and why.
-  const copy = plan.device === 'cpu' && loadsOneThreadCopy({ ...workerOptions, intraOpNumThreads: threads }) ? `; batches of up to ${options.smallBatchTokens} tokens on a one-thread copy` : '';
+  // The worker decides from the same options (transformers-backend.ts), so the name says what it loaded.
+  const copy = plan.device === 'cpu' && loadsOneThreadCopy(workerOptions) ? describeOneThreadCopy(options.smallBatchTokens!) : '';
   const where =
     plan.device === 'webgpu'
       ? `webgpu on ${plan.adapter?.name}, worker thread${asked > 1 ? `; --lanes ${asked} applies to the cpu only` : ''}`
