@@ -175,6 +175,8 @@ export function probeRoutes(state: ModelState, readiness?: { readonly draining: 
       handler() {
         const loaded = state.loaded();
         if (loaded) return { ok: true, value: { body: { status: 'ok', model: loaded.modelName, ...modelIdentity(loaded), backend: loaded.backendName }, inputTokens: null } };
+        const failure = state.failure();
+        if (failure) return { ok: false, problem: failure };
         const detail = state.failed() ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
         return { ok: false, problem: problem('unavailable', detail, { 'retry-after': '1' }) };
       },
