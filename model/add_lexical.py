@@ -1,43 +1,50 @@
-"""Adds a lexical part to the hybrid legal-2-embedder: exact word-piece matches, weighted by how
-rare a piece is in the training texts, hashed into a few hundred buckets and computed inside the
-ONNX graph, so a dense vector carries keyword evidence the two learned parts blur. The served
+"""Adds the lexical part (v2) to a hybrid or static legal-2-embedder folder: exact word-piece
+matches weighted as BM25 weighs terms, hashed into ~1,152 signed buckets and computed inside the
+ONNX graph, so a dense vector carries the keyword evidence the learned parts blur. The served
 vector becomes
 
-    v = [sqrt(wt)·t/|t| , sqrt(ws)·s/|s| , sqrt(wl)·l/|l|]      wt + ws + wl = 1
+    v = [sqrt(wt)·t/|t| , sqrt(ws)·s/|s| , sqrt(wl)·l/|l|] · M      wt + ws + wl = 1
 
-whose dot products are wt·cos_transformer + ws·cos_static + wl·cos_lexical. The transformer and
-static parts are the folder's own (only rescaled from the old weight), so nothing is retrained.
+whose dot products are wt·cos_transformer + ws·cos_static + wl·cos_lexical (M is orthogonal: it
+keeps every dot product). M starts as the identity; model/matryoshka.py then orders it so every
+listed prefix of the vector is a good vector of its own. The transformer and static parts are the
+folder's own (only rescaled), so nothing is retrained.
 
-The lexical part, per text (its word-piece ids after truncation, special tokens weighing 0):
+The lexical part of one text (its word-piece ids after truncation, special tokens weighing 0):
 
-    l[b] = sqrt( Σ over the text's pieces p with bucket(p) = b of idf(p)² )
+    l[b] = Σ over the distinct pieces p with bucket(p) = b of  sign(p) · idf(p)^½ · sat(tf_p, L)
+    sat(tf, L) = tf·(k1 + 1) / (tf + k1·(1 − b + b·L/avg_len))          k1 1.2, b 0.75
 
-so a bucket holding one piece carries sqrt(tf)·idf, the sublinear TF-IDF weight; a bucket that
-several pieces share adds their weights. The unit vector l/|l| is then turned by a fixed random
-rotation (an orthogonal matrix, seed recorded): dot products are unchanged, but the few large
-bucket values are spread over every component, so output_dtype int8 keeps its fixed scale without
-clamping and binary's signs become a random-hyperplane hash of the lexical part (on the dev set:
-binary 0.560 rotated against 0.409 unrotated, float 0.622 either way, at the shares
-0.25/0.40/0.35). idf(p) = ln(1 + (N − df + 0.5)/(df + 0.5)) over the unique texts (queries and
-documents) of the legal-pairs training split: never the held-out split, never the dev set.
-Buckets are assigned by idf rank modulo the bucket count ("balanced": every bucket gets pieces of
-every rarity), which beat random hashing on the dev set at 256–512 buckets.
-The graph uses only Gather, Equal, Cast, MatMul, Sqrt, ReduceSum, Expand and Concat (opset 14), so
-every runtime that serves the hybrid serves this.
+L: the text's word pieces, avg_len: their mean over the training texts. lexembed.json "sparse"
+carries idf, k1, b and avg_len, so a server can also answer the unhashed weights as a sparse vector
+(POST /v1/embeddings/sparse). A query's and a
+document's weights multiply, so a matched piece scores idf·sat_query·sat_document: BM25's idf
+once, its saturation and length norm on both sides. idf(p) = ln(1 + (N − df + 0.5)/(df + 0.5))
+over the unique texts (queries and documents) of the legal-pairs training split: never the
+held-out split, never the dev set. Buckets are dealt by idf rank modulo the bucket count (every
+bucket gets pieces of every rarity) and each piece gets a random sign (seeded), so pieces that
+share a bucket cancel on average instead of adding up.
 
-    /usr/bin/python3 model/add_lexical.py --hybrid models/legal-2-embedder \
-        --data ../shared/data/legal-pairs --buckets 384 --weights 0.25,0.55,0.20 \
-        --parity tests/fixtures/legal-model-parity.json
-    /usr/bin/python3 model/add_lexical.py --model models/legal-2-embedder-static \
-        --data ../shared/data/legal-pairs --buckets 384 --weights 0,0.65,0.35
+Measured on the dev set (model/evaluate_dev.py), the lexical part alone: v1 (384 buckets of
+sqrt(Σ idf²)) 0.440; v2 with 1,152 buckets 0.576; unhashed 0.616 (BM25 0.647).
+
+The graph uses Gather, Equal, Cast, MatMul, ReduceSum, Div, Mul, Add, Sqrt, Max, Expand and Concat
+(opset 14), so every runtime that serves the hybrid serves this; the term counts are an Equal over
+the text's ids against themselves (L² comparisons, ~262k at 512 tokens).
+
+    python3 model/add_lexical.py --hybrid models/legal-2-embedder --data ../shared/data/legal-pairs \
+        --buckets 1152 --weights 0.2,0.2,0.6 --replace
+    python3 model/add_lexical.py --model models/legal-2-embedder-static --data ../shared/data/legal-pairs \
+        --buckets 1152 --weights 0,0.3,0.7 --replace
 
 A static folder (export_static.py: masked token vectors out of the graph) gets its summed vector
-normalised inside the graph first, so its served vector is [sqrt(ws)·s/|s|, sqrt(wl)·l/|l|].
-
-Weights and bucket count were chosen on the dev set (model/evaluate_dev.py --mix); see the
-model card. The folder is rewritten in place; a folder that already has a lexical part is refused.
+normalised inside the graph first. --replace strips a lexical part an earlier version added (v1
+or v2) before adding this one. Weights and bucket count were chosen on the dev set; see the model
+card. The folder is rewritten in place.
 """
 import argparse
+import base64
+import hashlib
 import json
 import math
 import os
@@ -45,35 +52,45 @@ import time
 
 import numpy as np
 
-from legal_data import SPECIAL_PIECES, UNUSED_PIECE, encode_capped, split_pairs
+from legal_data import SPECIAL_PIECES, UNUSED_PIECE, data_fingerprint, encode_capped, split_pairs
 
 OUTPUT = "last_hidden_state"
+K1, B = 1.2, 0.75
+IDF_POWER = 0.5
+RECIPE = "bm25-pieces-v2"
 
 
-def piece_weights(tok, data_dir, max_tokens, log=print):
-    """idf² / max idf² per word piece over the training split's unique texts (0 for special tokens)."""
+def piece_statistics(tok, data_dir, max_tokens, log=print):
+    """(idf per word piece, unique texts, mean pieces per text) over the training split's unique
+    texts; special and [unusedN] pieces get idf 0 (they carry no words). Cached under model/work
+    by the data's and vocabulary's fingerprints (the pass takes ~2 min)."""
+    key = hashlib.sha256(json.dumps([data_fingerprint(data_dir), tok.vocab, max_tokens]).encode()).hexdigest()[:16]
+    cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", f"piece-statistics-{key}.npz")
+    if os.path.exists(cache):
+        hit = np.load(cache)
+        return hit["idf"], int(hit["texts"]), float(hit["avg_len"])
     started = time.time()
     train, _ = split_pairs(data_dir)
     df = np.zeros(len(tok.vocab), dtype=np.float64)
-    seen = set()
+    seen, pieces = set(), 0
     for _, query, text, _ in train:
         for t in (query, text):
             if t in seen:
                 continue
             seen.add(t)
-            df[list(set(encode_capped(tok, t, max_tokens)))] += 1
+            ids = encode_capped(tok, t, max_tokens)
+            df[list(set(ids))] += 1
+            pieces += len(ids) - 2
     n = len(seen)
     idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
     for piece in SPECIAL_PIECES:
         if piece in tok.ids:
             idf[tok.ids[piece]] = 0.0
+    idf[[i for piece, i in tok.ids.items() if UNUSED_PIECE.fullmatch(piece)]] = 0.0
     log(f"idf over {n:,} unique training texts ({time.time() - started:.0f} s)")
-    # Learned prompt pieces ([unusedN], e.g. a query prefix) carry no words: no weight (their idf
-    # still orders the buckets, as it did when the shipped tables were written).
-    unused = [i for piece, i in tok.ids.items() if UNUSED_PIECE.fullmatch(piece)]
-    weight = (idf ** 2 / (idf ** 2).max()).astype(np.float32)
-    weight[unused] = 0.0
-    return weight, idf, n
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    np.savez(cache, idf=idf, texts=n, avg_len=pieces / n)
+    return idf, n, pieces / n
 
 
 def balanced_buckets(idf, buckets):
@@ -84,25 +101,72 @@ def balanced_buckets(idf, buckets):
     return bucket
 
 
-def rotation(buckets, seed):
-    """A random orthogonal matrix (QR of a Gaussian one), fixed by the seed."""
-    q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((buckets, buckets)))
-    return (q * np.sign(np.diag(r))).astype(np.float32)
+def signed_weights(idf, seed):
+    """sign(p) · idf(p)^½ per piece, the sign random (fixed by the seed); 0 where idf is 0."""
+    sign = np.random.default_rng(seed).choice([-1.0, 1.0], len(idf))
+    return (sign * idf ** IDF_POWER).astype(np.float32)
 
 
-def lexical_part(ids_list, bucket, weight, rotate):
-    """The recipe in numpy (what the graph must compute): rotated unit vectors, one row per text."""
-    out = np.zeros((len(ids_list), rotate.shape[0]), dtype=np.float64)
+def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B):
+    """The recipe in numpy (what the graph must compute): unit vectors, one row per text."""
+    buckets = int(bucket.max()) + 1
+    out = np.zeros((len(ids_list), buckets), dtype=np.float64)
     for row, ids in enumerate(ids_list):
-        np.add.at(out[row], bucket[ids], weight[ids].astype(np.float64))
-    out = np.sqrt(out)
-    return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)) @ rotate.astype(np.float64)
+        ids = np.asarray(ids, dtype=np.int64)
+        length = float((weight[ids] != 0).sum())
+        pieces, tf = np.unique(ids, return_counts=True)
+        sat = tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len))
+        np.add.at(out[row], bucket[pieces], weight[pieces].astype(np.float64) * sat)
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
-def add_to_graph(graph_model, bucket, weight, rotate, part_scale, lexical_scale, normalise_dense=False):
-    """Renames the graph's output to dense_hidden and appends the lexical nodes after it. A hybrid's
-    output is already its unit parts per token (rescaled by part_scale); a static model's is its
-    masked token vectors, so with normalise_dense their sum is made a unit vector here first."""
+def sparse_vector(ids, idf, avg_len, k1=K1, b=B):
+    """The unhashed weights (src/embedder/sparse.ts's rule, weighting tf): (pieces ascending, values)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    ids = ids[idf[ids] > 0]
+    pieces, tf = np.unique(ids, return_counts=True)
+    return pieces, tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(ids) / avg_len))
+
+
+def read_sparse_table(settings):
+    """idf and avg_len from lexembed.json's "sparse" entry (idf as base64 little-endian float32)."""
+    sparse = settings["sparse"]
+    return np.frombuffer(base64.b64decode(sparse["idf"]), dtype="<f4"), float(sparse["avg_len"])
+
+
+def strip_lexical(graph_model):
+    """Removes a lexical part (and the Matryoshka rotation) an earlier run added, leaving the dense
+    graph whose output is OUTPUT again. Returns whether there was one."""
+    g = graph_model.graph
+    ours = lambda name: name.startswith(("lexical.", "matryoshka."))
+    if not any(ours(t.name) for t in g.initializer):
+        return False
+    added = [n for n in g.node if any(ours(o) or o == OUTPUT for o in n.output)]
+    outside = {i.name for i in g.input} | {t.name for t in g.initializer}
+    # the one tensor the added nodes read that the dense graph made (named by whichever script wrote it)
+    dense = {i for n in added for i in n.input if i and not ours(i) and i != OUTPUT and i not in outside}
+    if len(dense) != 1:
+        raise SystemExit(f"cannot find the dense graph's output under the lexical part (candidates: {sorted(dense)})")
+    dense = dense.pop()
+    keep = [n for n in g.node if n not in added]
+    del g.node[:]
+    g.node.extend(keep)
+    keep_init = [t for t in g.initializer if not ours(t.name)]
+    del g.initializer[:]
+    g.initializer.extend(keep_init)
+    for node in g.node:
+        for k, name in enumerate(node.output):
+            if name == dense:
+                node.output[k] = OUTPUT
+    return True
+
+
+def add_to_graph(graph_model, bucket, weight, avg_len, part_scale, lexical_scale, normalise_dense=False):
+    """Renames the graph's output to dense_hidden and appends the lexical part and the (identity)
+    Matryoshka rotation after it. A hybrid's output is its unit parts per token (rescaled by
+    part_scale), so their mean over the mask is the dense vector; a static model's is its masked
+    token vectors, whose sum is made a unit vector here first. The vector is computed once per
+    text and expanded over its tokens (lexembed mean-pools them)."""
     from onnx import TensorProto, helper, numpy_helper  # onnx only where a graph is written (tests need numpy alone)
     g = graph_model.graph
     producers = [n for n in g.node if OUTPUT in n.output]
@@ -110,53 +174,81 @@ def add_to_graph(graph_model, bucket, weight, rotate, part_scale, lexical_scale,
         raise SystemExit(f"the graph has no single node producing {OUTPUT}: not a model/export_hybrid.py folder")
     producer = producers[0]
     producer.output[list(producer.output).index(OUTPUT)] = "dense_hidden"
+    buckets = int(bucket.max()) + 1
+    width = len(part_scale) + buckets
     inits = {
         "lexical.part_scale": part_scale.astype(np.float32),
         "lexical.bucket": bucket.astype(np.int64),
         "lexical.weight": weight.astype(np.float32),
-        "lexical.range": np.arange(len(rotate), dtype=np.int64),
-        "lexical.rotation": rotate,
+        "lexical.counted": (weight != 0).astype(np.float32),
+        "lexical.range": np.arange(buckets, dtype=np.int64),
+        "lexical.k1_plus_1": np.array(K1 + 1, dtype=np.float32),
+        "lexical.k1_fixed": np.array(K1 * (1 - B), dtype=np.float32),
+        "lexical.k1_per_length": np.array(K1 * B / avg_len, dtype=np.float32),
         "lexical.scale": np.array(lexical_scale, dtype=np.float32),
         "lexical.eps": np.array(1e-12, dtype=np.float32),
         "lexical.axis_last": np.array([-1], dtype=np.int64),
         "lexical.axis_one": np.array([1], dtype=np.int64),
-        "lexical.width": np.array([len(rotate)], dtype=np.int64),
+        "lexical.axis_two": np.array([2], dtype=np.int64),
+        "lexical.width": np.array([width], dtype=np.int64),
+        "matryoshka.rotation": np.eye(width, dtype=np.float32),
     }
     g.initializer.extend(numpy_helper.from_array(v, k) for k, v in inits.items())
     n = helper.make_node
-    if normalise_dense:
-        # The sum over tokens as mask · vectors (MatMul): its result does not depend on how much
-        # padding the batch adds (ReduceSum's does, in the last bit), so a text's vector is the
-        # same in every batch (lexembed embed --shard relies on that).
-        g.node.extend([
-            n("Cast", ["attention_mask"], ["lexical.dense_mask"], to=TensorProto.FLOAT),
-            n("Unsqueeze", ["lexical.dense_mask", "lexical.axis_one"], ["lexical.dense_mask3"]),
-            n("MatMul", ["lexical.dense_mask3", "dense_hidden"], ["lexical.dense_sum"]),
-            *unit_nodes(n, "lexical.dense_sum", "lexical.dense_"),
-            n("Mul", ["lexical.dense_unit", "lexical.part_scale"], ["lexical.dense_vector"]),
-            n("Shape", ["dense_hidden"], ["lexical.dense_shape"]),
-            n("Expand", ["lexical.dense_vector", "lexical.dense_shape"], ["lexical.dense"]),
-        ])
-    else:
-        g.node.append(n("Mul", ["dense_hidden", "lexical.part_scale"], ["lexical.dense"]))
+    # The sum over tokens as mask · vectors (MatMul): its result does not depend on how much
+    # padding the batch adds (ReduceSum's does, in the last bit), so a text's vector is the same
+    # in every batch (lexembed embed --shard relies on that).
     g.node.extend([
-        n("Gather", ["lexical.bucket", "input_ids"], ["lexical.ids_bucket"]),
-        n("Gather", ["lexical.weight", "input_ids"], ["lexical.ids_weight"]),
         n("Cast", ["attention_mask"], ["lexical.mask"], to=TensorProto.FLOAT),
-        n("Mul", ["lexical.ids_weight", "lexical.mask"], ["lexical.token_weight"]),
+        n("Unsqueeze", ["lexical.mask", "lexical.axis_one"], ["lexical.mask_row"]),  # B×1×L
+        n("MatMul", ["lexical.mask_row", "dense_hidden"], ["lexical.dense_sum"]),  # B×1×D
+    ])
+    if normalise_dense:
+        g.node.extend([
+            *unit_nodes(n, "lexical.dense_sum", "lexical.dense_"),
+            n("Mul", ["lexical.dense_unit", "lexical.part_scale"], ["lexical.dense"]),
+        ])
+    else:  # each token's row is already its text's unit parts ÷ the mean's norm: the mean is the vector
+        g.node.extend([
+            n("ReduceSum", ["lexical.mask_row", "lexical.axis_last"], ["lexical.count"], keepdims=1),
+            n("Div", ["lexical.dense_sum", "lexical.count"], ["lexical.dense_mean"]),
+            n("Mul", ["lexical.dense_mean", "lexical.part_scale"], ["lexical.dense"]),
+        ])
+    g.node.extend([
+        # tf of each position's piece: how many of the text's positions hold the same id
+        n("Unsqueeze", ["input_ids", "lexical.axis_two"], ["lexical.ids_col"]),  # B×L×1
+        n("Unsqueeze", ["input_ids", "lexical.axis_one"], ["lexical.ids_row"]),  # B×1×L
+        n("Equal", ["lexical.ids_col", "lexical.ids_row"], ["lexical.same_bool"]),
+        n("Cast", ["lexical.same_bool"], ["lexical.same"], to=TensorProto.FLOAT),  # B×L×L
+        n("Mul", ["lexical.same", "lexical.mask_row"], ["lexical.same_kept"]),
+        n("ReduceSum", ["lexical.same_kept", "lexical.axis_last"], ["lexical.tf3"], keepdims=1),  # B×L×1
+        n("Squeeze", ["lexical.tf3", "lexical.axis_last"], ["lexical.tf"]),  # B×L
+        # L: the text's counted pieces; K = k1·(1 − b + b·L/avg_len)
+        n("Gather", ["lexical.counted", "input_ids"], ["lexical.ids_counted"]),
+        n("Mul", ["lexical.ids_counted", "lexical.mask"], ["lexical.counted_kept"]),
+        n("ReduceSum", ["lexical.counted_kept", "lexical.axis_last"], ["lexical.length"], keepdims=1),  # B×1
+        n("Mul", ["lexical.length", "lexical.k1_per_length"], ["lexical.k_length"]),
+        n("Add", ["lexical.k_length", "lexical.k1_fixed"], ["lexical.k"]),
+        # each position carries weight·(k1 + 1)/(tf + K): its piece's positions sum to weight·sat(tf)
+        n("Add", ["lexical.tf", "lexical.k"], ["lexical.denominator"]),
+        n("Div", ["lexical.k1_plus_1", "lexical.denominator"], ["lexical.share"]),
+        n("Gather", ["lexical.weight", "input_ids"], ["lexical.ids_weight"]),
+        n("Mul", ["lexical.ids_weight", "lexical.mask"], ["lexical.weight_kept"]),
+        n("Mul", ["lexical.weight_kept", "lexical.share"], ["lexical.token_weight"]),
+        # into the buckets: token weights (B×1×L) · one-hot buckets (B×L×N)
+        n("Gather", ["lexical.bucket", "input_ids"], ["lexical.ids_bucket"]),
         n("Unsqueeze", ["lexical.ids_bucket", "lexical.axis_last"], ["lexical.ids_bucket3"]),
         n("Equal", ["lexical.ids_bucket3", "lexical.range"], ["lexical.onehot_bool"]),
         n("Cast", ["lexical.onehot_bool"], ["lexical.onehot"], to=TensorProto.FLOAT),
         n("Unsqueeze", ["lexical.token_weight", "lexical.axis_one"], ["lexical.token_weight3"]),
-        n("MatMul", ["lexical.token_weight3", "lexical.onehot"], ["lexical.sums"]),
-        n("Sqrt", ["lexical.sums"], ["lexical.root"]),
-        *unit_nodes(n, "lexical.root", "lexical."),
-        n("MatMul", ["lexical.unit", "lexical.rotation"], ["lexical.rotated"]),
-        n("Mul", ["lexical.rotated", "lexical.scale"], ["lexical.vector"]),
+        n("MatMul", ["lexical.token_weight3", "lexical.onehot"], ["lexical.sums"]),  # B×1×N
+        *unit_nodes(n, "lexical.sums", "lexical."),
+        n("Mul", ["lexical.unit", "lexical.scale"], ["lexical.vector"]),
+        n("Concat", ["lexical.dense", "lexical.vector"], ["matryoshka.parts"], axis=-1),  # B×1×W
+        n("MatMul", ["matryoshka.parts", "matryoshka.rotation"], ["matryoshka.vector"]),
         n("Shape", ["input_ids"], ["lexical.ids_shape"]),
         n("Concat", ["lexical.ids_shape", "lexical.width"], ["lexical.tokens_shape"], axis=0),
-        n("Expand", ["lexical.vector", "lexical.tokens_shape"], ["lexical.tokens"]),
-        n("Concat", ["lexical.dense", "lexical.tokens"], [OUTPUT], axis=-1),
+        n("Expand", ["matryoshka.vector", "lexical.tokens_shape"], [OUTPUT]),
     ])
     del g.value_info[:]
     for output in g.output:
@@ -182,10 +274,23 @@ def parse_weights(text):
     try:
         wt, ws, wl = (float(x) for x in text.split(","))
     except ValueError:
-        raise SystemExit(f"--weights wants three numbers 'transformer,static,lexical' (e.g. 0.25,0.55,0.20), got {text!r}")
+        raise SystemExit(f"--weights wants three numbers 'transformer,static,lexical' (e.g. 0.2,0.2,0.6), got {text!r}")
     if min(wt, ws, wl) < 0 or abs(wt + ws + wl - 1) > 1e-6:
         raise SystemExit(f"--weights must be three non-negative shares that sum to 1, got {text!r}")
     return wt, ws, wl
+
+
+def read_tables(folder):
+    """(bucket, weight, avg_len) of a folder's v2 lexical part, read from its graph, or None."""
+    import onnx
+    from onnx import numpy_helper
+    init = {t.name: t for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
+            if t.name in ("lexical.bucket", "lexical.weight", "lexical.k1_per_length")}
+    if len(init) < 3:
+        return None
+    per_length = float(numpy_helper.to_array(init["lexical.k1_per_length"]))
+    return (numpy_helper.to_array(init["lexical.bucket"]), numpy_helper.to_array(init["lexical.weight"]),
+            K1 * B / per_length)
 
 
 def main():
@@ -193,11 +298,13 @@ def main():
     p.add_argument("--hybrid", "--model", dest="folder", required=True,
                    help="hybrid (model/export_hybrid.py) or static (model/export_static.py) model folder, rewritten in place")
     p.add_argument("--data", required=True, help="the legal-pairs folder (idf from its training split)")
-    p.add_argument("--buckets", type=int, default=384, help="width of the lexical part (default 384)")
-    p.add_argument("--weights", help="shares transformer,static,lexical (default: hybrid 0.25,0.55,0.20; static 0,0.65,0.35)")
-    p.add_argument("--parity", help="a hybrid's parity fixture: scaled heads/tails and the lexical part, in place")
-    p.add_argument("--seed", type=int, default=0, help="seed of the rotation (default 0)")
-    p.add_argument("--id", help="the new model id (default: the folder's id + '-lexical'): its vectors differ")
+    p.add_argument("--buckets", type=int, default=1152, help="width of the lexical part (default 1152)")
+    p.add_argument("--weights", help="shares transformer,static,lexical (default: hybrid 0.2,0.2,0.6; static 0,0.3,0.7)")
+    p.add_argument("--replace", action="store_true", help="strip a lexical part an earlier run added first")
+    p.add_argument("--strip", action="store_true", help="only strip the lexical part (and Matryoshka rotation): the dense folder again, "
+                   "e.g. before model/rebuild_hybrid.py swaps its static table")
+    p.add_argument("--seed", type=int, default=0, help="seed of the pieces' signs (default 0)")
+    p.add_argument("--id", help="the new model id (default: the folder's id with its lexical suffix replaced by '-lexical2')")
     args = p.parse_args()
     import onnx
     from evaluate import load_tokenizer
@@ -216,15 +323,37 @@ def main():
     training, settings, config = read_json("training.json"), read_json("lexembed.json"), read_json("config.json")
     static = config.get("num_hidden_layers", 0) == 0
     record = training if static else training["hybrid"]  # where the folder's mix is written down
-    if "lexical" in record:
-        raise SystemExit(f"{args.folder} already has a lexical part ({record['lexical']['buckets']} buckets); "
-                         "start from a folder of model/export_hybrid.py, rebuild_hybrid.py or export_static.py")
-    if args.parity and static:
-        raise SystemExit("--parity rewrites a hybrid's fixture; a static model has none (model/evaluate.py scores it)")
-    wt, ws, wl = parse_weights(args.weights or ("0,0.65,0.35" if static else "0.25,0.55,0.20"))
-    if static and wt:
-        raise SystemExit(f"{args.folder} is a static model (no transformer part): --weights must start with 0, e.g. 0,0.65,0.35")
+    graph_path = os.path.join(args.folder, "onnx", "model.onnx")
+    graph_model = onnx.load(graph_path)
     width = config["hidden_size"]
+    if args.strip:
+        if "lexical" not in record:
+            raise SystemExit(f"{args.folder} has no lexical part to strip")
+        strip_lexical(graph_model)
+        onnx.checker.check_model(graph_model)
+        onnx.save(graph_model, graph_path)
+        width -= record.pop("lexical")["buckets"]
+        record.pop("matryoshka", None)
+        record.pop("weights", None)
+        config["hidden_size"] = width
+        write_json("config.json", config)
+        settings["dimensions"] = {"default": width, "max": width}
+        settings.pop("sparse", None)
+        write_json("lexembed.json", settings)
+        write_json("training.json", training)
+        print(f"{args.folder}: lexical part stripped, {width} dimensions")
+        return
+    if "lexical" in record:
+        if not args.replace:
+            raise SystemExit(f"{args.folder} already has a lexical part ({record['lexical']['buckets']} buckets); "
+                             "pass --replace to put this one in its place")
+        strip_lexical(graph_model)
+        width -= record["lexical"]["buckets"]
+        record.pop("lexical")
+        record.pop("matryoshka", None)
+    wt, ws, wl = parse_weights(args.weights or ("0,0.3,0.7" if static else "0.2,0.2,0.6"))
+    if static and wt:
+        raise SystemExit(f"{args.folder} is a static model (no transformer part): --weights must start with 0, e.g. 0,0.3,0.7")
     if static:
         split, part_scale = 0, np.full(width, math.sqrt(ws))
     else:
@@ -232,58 +361,41 @@ def main():
         part_scale = np.concatenate([np.full(split, math.sqrt(wt / old_w)), np.full(width - split, math.sqrt(ws / (1 - old_w)))])
     tok = load_tokenizer(args.folder)
     max_tokens = settings["max_input_tokens"]
-    weight, idf, texts = piece_weights(tok, args.data, max_tokens)
+    idf, texts, avg_len = piece_statistics(tok, args.data, max_tokens)
     bucket = balanced_buckets(idf, args.buckets)
-    rotate = rotation(args.buckets, args.seed)
+    weight = signed_weights(idf, args.seed)
 
-    graph_path = os.path.join(args.folder, "onnx", "model.onnx")
-    graph_model = onnx.load(graph_path)
-    add_to_graph(graph_model, bucket, weight, rotate, part_scale, math.sqrt(wl), normalise_dense=static)
+    add_to_graph(graph_model, bucket, weight, avg_len, part_scale, math.sqrt(wl), normalise_dense=static)
     onnx.checker.check_model(graph_model)
     onnx.save(graph_model, graph_path)
 
     config["hidden_size"] = width + args.buckets
     write_json("config.json", config)
     settings["dimensions"]["default"] = settings["dimensions"]["max"] = config["hidden_size"]
-    settings["id"] = args.id or f"{settings.get('id', settings['name'])}-lexical"
+    settings["dimensions"].pop("matryoshka", None)  # model/matryoshka.py lists the prefixes it orders
+    base = settings.get("id", settings["name"])
+    for suffix in ("-lexical2", "-lexical"):
+        base = base[: -len(suffix)] if base.endswith(suffix) else base
+    settings["id"] = args.id or f"{base}-lexical2"
     parts = ("Static legal embedding model trained by lexembed (model/train_static.py)" if static else
              "Hybrid legal embedding model trained by lexembed: a 4-layer transformer (model/train_transformer.py), "
              "the static model (model/train_static.py)")
     shares = f"{ws}/{wl}" if static else f"{wt}/{ws}/{wl}"
-    settings["description"] = (f"{parts} and a lexical part of {args.buckets} idf-weighted word-piece buckets "
+    settings["description"] = (f"{parts} and a lexical part of {args.buckets} BM25-weighted word-piece buckets "
                                f"(model/add_lexical.py), {shares} of the score (chosen on the dev set of legal questions).")
+    # The same table and rule, unhashed, for sparse vectors (POST /v1/embeddings/sparse, src/embedder/sparse.ts)
+    settings["sparse"] = {"recipe": RECIPE, "k1": K1, "b": B, "avg_len": avg_len,
+                          "idf": base64.b64encode(idf.astype("<f4").tobytes()).decode("ascii")}
     write_json("lexembed.json", settings)
     record["weights"] = {"transformer": wt, "static": ws, "lexical": wl}
-    record["lexical"] = {"buckets": args.buckets, "assignment": "idf rank modulo buckets", "idf_texts": texts,
-                         "rotation": f"random orthogonal, numpy default_rng({args.seed}) Gaussian → QR",
+    record["lexical"] = {"recipe": RECIPE, "buckets": args.buckets, "k1": K1, "b": B, "idf_power": IDF_POWER,
+                         "avg_len": round(avg_len, 3), "assignment": "idf rank modulo buckets, random signs",
+                         "seed": args.seed, "idf_texts": texts,
                          "idf_from": "legal-pairs training split (unique queries and documents)",
                          "added_by": "model/add_lexical.py"}
     write_json("training.json", training)
     print(f"{args.folder}: {width} + {args.buckets} lexical = {config['hidden_size']} dimensions, shares "
           f"{wt}/{ws}/{wl} ({os.path.getsize(graph_path) / 1e6:.1f} MB ONNX)")
-
-    if args.parity:
-        rewrite_parity(args.parity, tok, max_tokens, bucket, weight, rotate, part_scale, split, math.sqrt(wl))
-
-
-def rewrite_parity(path, tok, max_tokens, bucket, weight, rotate, part_scale, split, lexical_scale):
-    """The hybrid's fixture: dense head and static tail rescaled; the lexical part from the numpy
-    recipe (not the graph)."""
-    from parity_fixture import write_fixture
-    with open(path, encoding="utf-8") as f:
-        fixture = json.load(f)
-    ids = [encode_capped(tok, c["text"], max_tokens) for c in fixture["cases"]]
-    lexical = lexical_part(ids, bucket, weight, rotate) * lexical_scale
-    for case, row in zip(fixture["cases"], lexical):
-        case["vector_head"] = [round(x * part_scale[0], 6) for x in case["vector_head"]]
-        case["static_tail"] = [round(x * part_scale[-1], 6) for x in case.pop("vector_tail")]
-        case["vector_tail"] = [round(float(x), 6) for x in row[-8:]]
-    fixture["layout"] = {"transformer": split, "static": len(part_scale) - split, "lexical": len(rotate)}
-    fixture["about"] = ("Token ids, the first 8 components (transformer part), the last 8 of the static part and the "
-                        "last 8 of the vector (the rotated lexical part), from the Python recipe (model/evaluate.py, "
-                        "model/add_lexical.py) for models/legal-2-embedder; the served model must agree.")
-    write_fixture(path, fixture)
-    print(f"wrote {path}: {len(ids)} cases")
 
 
 if __name__ == "__main__":

@@ -80,26 +80,29 @@ def is_static_folder(folder):
 
 def static_embed_fn(folder, max_tokens=None):
     """A static folder served as its recipe: the int8 table summed in numpy, and after
-    model/add_lexical.py its lexical part beside it ([sqrt(ws)·s/|s|, sqrt(wl)·l/|l|], the
-    graph's arithmetic, from the graph's own tables), so no onnxruntime is needed."""
+    model/add_lexical.py its lexical part beside it and the Matryoshka rotation after them
+    ([sqrt(ws)·s/|s|, sqrt(wl)·l/|l|] · M, the graph's arithmetic, from the graph's own tables), so
+    no onnxruntime is needed."""
     table, tok, served = load_static_model(folder)
     max_tokens = max_tokens or served
     lexical = load_lexical(folder)
     if lexical is None:
         return lambda texts, dims=None: embed(table, tok, texts, max_tokens, dims)
     from add_lexical import lexical_part
-    bucket, weight, rotate, ws, wl = lexical
+    bucket, weight, avg_len, rotation, ws, wl = lexical
 
     def run(texts, dims=None):
         ids = [encode_capped(tok, t, max_tokens) for t in texts]
-        out = np.concatenate([np.sqrt(ws) * embed(table, tok, texts, max_tokens), np.sqrt(wl) * lexical_part(ids, bucket, weight, rotate)], axis=1)
+        out = np.concatenate([np.sqrt(ws) * embed(table, tok, texts, max_tokens), np.sqrt(wl) * lexical_part(ids, bucket, weight, avg_len)], axis=1)
+        out = out @ rotation
         out = out[:, :dims] if dims else out
         return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
     return run
 
 
 def load_lexical(folder):
-    """(bucket, weight, rotation, static share, lexical share) of a static folder's lexical part, or None."""
+    """(bucket, weight, avg_len, rotation, static share, lexical share) of a static folder's
+    lexical part (model/add_lexical.py), or None."""
     path = f"{folder}/training.json"
     if not os.path.exists(path):
         return None
@@ -107,8 +110,10 @@ def load_lexical(folder):
         training = json.load(f)
     if "lexical" not in training:
         return None
-    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(f"{folder}/onnx/model.onnx").graph.initializer if t.name.startswith("lexical.")}
-    return init["lexical.bucket"], init["lexical.weight"], init["lexical.rotation"], training["weights"]["static"], training["weights"]["lexical"]
+    from add_lexical import read_tables
+    rotation = next(t for t in onnx.load(f"{folder}/onnx/model.onnx").graph.initializer if t.name == "matryoshka.rotation")
+    return (*read_tables(folder), numpy_helper.to_array(rotation).astype(np.float64),
+            training["weights"]["static"], training["weights"]["lexical"])
 
 
 def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):

@@ -13,6 +13,12 @@ hash, so re-scoring a folder (e.g. --mix) costs seconds.
   (transformer/static, and lexical after model/add_lexical.py), to choose export_hybrid.py's
   --weight and add_lexical.py's --weights.
 --fuse: also reciprocal-rank fusion with BM25 (what a hybrid keyword + vector search gives).
+--sparse: also the sparse vectors (POST /v1/embeddings/sparse, model/add_lexical.py's sparse_vector)
+  as stores use them: `tf` weighting with the corpus's own idf applied (Qdrant `modifier: "idf"`),
+  and documents with `idf` weighting against `tf` queries by plain dot product (pgvector
+  sparsevec); each alone and fused with the dense ranking (reciprocal rank, k 60).
+--prefixes: also each Matryoshka prefix the folder lists (lexembed.json dimensions.matryoshka), as
+  `dimensions: N` serves it (the first N components, unit length again).
 
 Never train on this set: one task (oyez-scotus) is licensed for evaluation only.
 """
@@ -80,10 +86,16 @@ def cached_vectors(folder, key, name, kind, texts, embed_fn, use_cache=True):
 
 def parts(folder, vectors):
     """A hybrid's [sqrt(wt)·t/|t|, sqrt(ws)·s/|s|(, sqrt(wl)·l/|l|)] split back into its unit parts
-    (transformer, static and, after model/add_lexical.py, lexical)."""
+    (transformer, static and, after model/add_lexical.py, lexical); a Matryoshka rotation
+    (model/matryoshka.py) is undone first."""
     with open(os.path.join(folder, "training.json")) as f:
         training = json.load(f)
     hybrid = training["hybrid"]
+    if "lexical" in hybrid and hybrid["lexical"].get("recipe"):  # v2: the graph ends with · M
+        import onnx
+        from onnx import numpy_helper
+        rotation = next(t for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer if t.name == "matryoshka.rotation")
+        vectors = vectors @ numpy_helper.to_array(rotation).T
     split = hybrid.get("transformer_dims") or training["transformer_runs"][-1]["recipe"]["hidden"]
     lexical = hybrid.get("lexical", {}).get("buckets", 0)
     end = vectors.shape[1] - lexical
@@ -95,12 +107,12 @@ def mix_weights(count):
     """The shares scored by --mix: transformer/static (two parts), or transformer/static/lexical."""
     if count == 2:
         return [(w, 1 - w) for w in MIX_WEIGHTS]
-    grid = [(wt, 1 - wt - wl, wl) for wt in (0.15, 0.2, 0.25, 0.3) for wl in (0.25, 0.3, 0.35, 0.4, 0.45)]
+    grid = [(wt, round(1 - wt - wl, 2), wl) for wt in (0.15, 0.2, 0.25, 0.3) for wl in (0.3, 0.4, 0.5, 0.6, 0.7)]
     return [(1, 0, 0), (0, 1, 0), (0, 0, 1)] + grid
 
 
 def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, fuse=False, max_queries=0,
-                 use_cache=True, log=print, query_prompt=None):
+                 use_cache=True, log=print, query_prompt=None, prefixes=False, sparse=False):
     """query_prompt None: the folder's own retrieval/query prompt (lexembed.json), as the server
     puts it before every query the shared scorer sends; documents always get the folder's
     retrieval/document prompt."""
@@ -111,6 +123,7 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
     document_prompt = prompts["retrieval/document"]
     embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model)
     key = model_key(model)
+    listed = served_prefixes(model) if prefixes else []
     results = {}
     for task_dir in scorer.expand_dirs([dev]):
         name = os.path.basename(task_dir.rstrip("/"))
@@ -131,6 +144,12 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
                 qm = np.concatenate([np.sqrt(w) * x for w, x in zip(ws, qp)], axis=1)
                 dm = np.concatenate([np.sqrt(w) * x for w, x in zip(ws, dp)], axis=1)
                 row["mix"]["/".join(f"{w:.2f}" for w in ws)] = score(scorer, dense_ranking(scorer, qm, dm, ids), queries, qrels)
+        if listed:
+            row["prefixes"] = {str(k): score(scorer, dense_ranking(scorer, unit_rows(q[:, :k]), unit_rows(d[:, :k]), ids), queries, qrels)
+                               for k in listed}
+        if sparse:
+            row["sparse"] = sparse_figures(scorer, model, [document_prompt + x["text"] for x in corpus], [query_prompt + x["text"] for x in queries],
+                                           q, d, ids, queries, qrels)
         if fuse:
             ranked = [[ids[i] for i in r] for r in scorer.run_fusion(corpus, queries, q, d)]
             row["fused_with_bm25"] = score(scorer, ranked, queries, qrels)
@@ -151,10 +170,62 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
         log("mix shares transformer/static(/lexical), mean nDCG@10: " + "  ".join(
             f"{w}: {v:.3f}" + "".join(f" [{t[:4]} {results[t]['mix'][w]['ndcg@10']:.3f}]" for t in tasks)
             for w, v in results["mean"]["mix"].items()))
+    if listed:
+        results["mean"]["prefixes"] = {str(k): float(np.mean([results[t]["prefixes"][str(k)]["ndcg@10"] for t in tasks])) for k in listed}
+        bm25 = results["mean"]["bm25_ndcg@10"]
+        log("prefixes, mean nDCG@10 (× BM25): " + "  ".join(f"{k}: {v:.3f} (×{v / bm25:.2f})" for k, v in results["mean"]["prefixes"].items()))
+    if sparse:
+        results["mean"]["sparse"] = {k: float(np.mean([results[t]["sparse"][k]["ndcg@10"] for t in tasks])) for k in results[tasks[0]]["sparse"]}
+        bm25 = results["mean"]["bm25_ndcg@10"]
+        log("sparse, mean nDCG@10 (× BM25): " + "  ".join(f"{k}: {v:.3f} (×{v / bm25:.2f})" for k, v in results["mean"]["sparse"].items()))
     if fuse:
         results["mean"]["fused_with_bm25"] = float(np.mean([results[t]["fused_with_bm25"]["ndcg@10"] for t in tasks]))
         log(f"{'mean fused':<16} {results['mean']['fused_with_bm25']:.3f}")
     return results
+
+
+def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, qrels, k=60):
+    """nDCG@10 of the sparse vectors as two kinds of store use them, alone and fused with the dense ranking."""
+    import scipy.sparse as sp
+    from add_lexical import read_sparse_table, sparse_vector
+    from evaluate import load_tokenizer
+    from legal_data import encode_capped
+    with open(os.path.join(folder, "lexembed.json")) as f:
+        settings = json.load(f)
+    idf, avg_len = read_sparse_table(settings)
+    tok = load_tokenizer(folder)
+    vocab = len(idf)
+
+    def matrix(texts):
+        rows, cols, vals = [], [], []
+        for r, t in enumerate(texts):
+            pieces, values = sparse_vector(encode_capped(tok, t, settings["max_input_tokens"]), idf, avg_len)
+            rows.extend([r] * len(pieces)); cols.extend(pieces.tolist()); vals.extend(values.tolist())
+        return sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), vocab))
+    dm, qm = matrix(documents), matrix(queries_text)
+    n = dm.shape[0]
+    df = np.asarray((dm > 0).sum(0)).ravel()
+    corpus_idf = np.log(1 + (n - df + 0.5) / (df + 0.5))  # Qdrant's idf modifier
+    dense_scores = q @ d.T
+    out = {}
+    for name, weights in (("corpus idf (Qdrant)", corpus_idf), ("model idf (pgvector)", idf.astype(np.float64))):
+        scores = (qm @ sp.diags(weights) @ dm.T).toarray()
+        out[name] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(scores, scorer.TOPK)], queries, qrels)
+        fused = np.zeros_like(scores)
+        for s_ in (scores, dense_scores):
+            top = scorer.topk_rows(s_, scorer.TOPK)
+            fused[np.arange(len(top))[:, None], top] += 1.0 / (k + 1 + np.arange(top.shape[1]))
+        out[name + " + dense, RRF"] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(fused, scorer.TOPK)], queries, qrels)
+    return out
+
+
+def served_prefixes(folder):
+    with open(os.path.join(folder, "lexembed.json")) as f:
+        return json.load(f)["dimensions"].get("matryoshka", [])
+
+
+def unit_rows(m):
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 
 
 BM25_CACHE = os.path.join(CACHE, "bm25.json")
@@ -182,6 +253,8 @@ def main():
     p.add_argument("--json", help="write the results here too")
     p.add_argument("--mix", action="store_true", help="hybrid: score each part alone and weighted mixes")
     p.add_argument("--fuse", action="store_true", help="also reciprocal-rank fusion with BM25")
+    p.add_argument("--sparse", action="store_true", help="also the sparse vectors as stores use them, alone and fused with the dense ranking")
+    p.add_argument("--prefixes", action="store_true", help="also score each Matryoshka prefix the folder lists")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries per task (0: all)")
     p.add_argument("--query-prompt", default=None, help="text put before every query instead of the folder's own retrieval/query prompt "
                    "(lexembed.json; '' for none), to score a prompt before shipping it")
@@ -190,7 +263,7 @@ def main():
     if not os.path.isdir(args.dev):
         raise SystemExit(f"evaluate_dev.py: no dev set at {args.dev}; pass --dev <legal-eval-dev folder>")
     results = evaluate_dev(args.model, args.dev, args.scorer, args.mix, args.fuse, args.max_queries, not args.no_cache,
-                           query_prompt=args.query_prompt)
+                           query_prompt=args.query_prompt, prefixes=args.prefixes, sparse=args.sparse)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

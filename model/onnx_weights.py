@@ -20,7 +20,7 @@ import torch
 from onnx import numpy_helper
 
 PREFIX = "bert."
-LEXICAL = "lexical."  # the initializers model/add_lexical.py adds
+LEXICAL = ("lexical.", "matryoshka.")  # the initializers model/add_lexical.py adds (the lexical part, the Matryoshka rotation)
 
 
 def bert_state_dict(onnx_path, prefix=PREFIX):

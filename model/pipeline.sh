@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CPU steps of model/README.md's pipeline, in order, into model/work/ (nothing under models/
 # changes unless --ship is given):
-#   1 static model (1b: with its lexical part, what ships)   2 hard negatives
-#   4b hybrid = shipped transformer and lexical part + new static half
+#   1 static model (1b: with its lexical part and Matryoshka order, what ships)   2 hard negatives
+#   4b hybrid = shipped transformer + new static half, its lexical part and Matryoshka order made again
 #   5 evaluation of both (held-out documents, and the dev set of legal questions)   6 reranker fit (static)
 #
 #   bash model/pipeline.sh [--data ../shared/data/legal-pairs] [--dev ../shared/data/legal-eval-dev]
@@ -40,8 +40,9 @@ mkdir -p "$WORK"
 # The v3 recipe: question-shaped queries (model/questions.py), chosen on the dev set.
 TRAIN=(--question-templates 0.25 --question-crops 0.25)
 EVAL=()
-DEVEVAL=()
-[ "$SMOKE" = 1 ] && TRAIN+=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses) && DEVEVAL=(--max-queries 50)
+DEVEVAL=(--prefixes)
+MATRYOSHKA=()
+[ "$SMOKE" = 1 ] && TRAIN+=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses) && DEVEVAL=(--max-queries 50) && MATRYOSHKA=(--pairs 400 --steps 25)
 
 # The shipped transformer reads this vocabulary: the static half must keep it to be combined (4b).
 echo "== 1. static model -> $WORK/static"
@@ -53,6 +54,7 @@ echo "== 1. static model -> $WORK/static"
 echo "== 1b. the static model with its lexical part (model/add_lexical.py) -> $WORK/static-lexical"
 rm -rf "$WORK/static-lexical" && cp -r "$WORK/static" "$WORK/static-lexical"
 "$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA"
+"$PY" model/matryoshka.py --model "$WORK/static-lexical" --data "$DATA" "${MATRYOSHKA[@]}"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation.json" "${EVAL[@]}"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation-dev.json" "${DEVEVAL[@]}"
 
@@ -64,7 +66,11 @@ fi
 echo "== 4b. hybrid: the shipped transformer with the new static half -> $WORK/hybrid"
 rm -rf "$WORK/hybrid" && cp -r models/legal-2-embedder "$WORK/hybrid"
 cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
-"$PY" model/rebuild_hybrid.py --hybrid "$WORK/hybrid" --static "$WORK/static" --parity "$WORK/hybrid-parity.json"
+# The lexical part is scaled for the shipped static part: strip it, swap the table, add it again.
+"$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --strip
+"$PY" model/rebuild_hybrid.py --hybrid "$WORK/hybrid" --static "$WORK/static"
+"$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA"
+"$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" --parity "$WORK/hybrid-parity.json" "${MATRYOSHKA[@]}"
 
 echo "== 5. evaluation of the hybrid (held-out split, BM25 beside)"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/hybrid" --json "$WORK/hybrid/evaluation.json" "${EVAL[@]}"

@@ -107,16 +107,17 @@ def bert_state_dict(model_path):
     return state, other_tables, lexical_part(consts)
 
 
-LEXICAL = ("bucket", "weight", "rotation", "scale", "eps", "part_scale")
+LEXICAL = ("bucket", "weight", "counted", "k1_plus_1", "k1_fixed", "k1_per_length", "scale", "eps", "part_scale")
 
 
 def lexical_part(consts):
-    """The v3 hybrid's lexical part (model/add_lexical.py), or None: each token's IDF weight summed
-    into its bucket, square-rooted, unit-normalised, rotated and scaled, beside the dense parts scaled
-    by part_scale."""
-    if not all(f"lexical.{k}" in consts for k in LEXICAL):
+    """The v4 lexical part (model/add_lexical.py) and the Matryoshka rotation after it
+    (model/matryoshka.py), or None: each piece's signed idf^½ times BM25's saturation of its term
+    frequency summed into its bucket, unit-normalised and scaled, beside the dense parts scaled by
+    part_scale, the whole turned by the rotation."""
+    if not all(f"lexical.{k}" in consts for k in LEXICAL) or "matryoshka.rotation" not in consts:
         return None
-    return {k: consts[f"lexical.{k}"] for k in LEXICAL}
+    return {**{k: consts[f"lexical.{k}"] for k in LEXICAL}, "rotation": consts["matryoshka.rotation"]}
 
 
 class Anchor(torch.nn.Module):
@@ -133,17 +134,24 @@ class Anchor(torch.nn.Module):
         if lexical is not None:  # float32 throughout, as in the served graph
             self.register_buffer("lex_bucket", torch.from_numpy(lexical["bucket"].astype(np.int64)))
             self.register_buffer("lex_weight", torch.from_numpy(lexical["weight"].astype(np.float32)))
+            self.register_buffer("lex_counted", torch.from_numpy(lexical["counted"].astype(np.float32)))
             self.register_buffer("lex_rotation", torch.from_numpy(lexical["rotation"].astype(np.float32)))
             self.register_buffer("lex_part_scale", torch.from_numpy(lexical["part_scale"].astype(np.float32)))
+            self.lex_buckets = int(lexical["bucket"].max()) + 1
+            self.lex_k1_plus_1, self.lex_k1_fixed = float(lexical["k1_plus_1"]), float(lexical["k1_fixed"])
+            self.lex_k1_per_length = float(lexical["k1_per_length"])
             self.lex_scale, self.lex_eps = float(lexical["scale"]), float(lexical["eps"])
 
     def lexical_vector(self, input_ids, attention_mask):
-        weights = self.lex_weight[input_ids] * attention_mask.float()
-        sums = torch.zeros((input_ids.shape[0], self.lex_rotation.shape[0]), device=input_ids.device)
+        mask = attention_mask.float()
+        length = (self.lex_counted[input_ids] * mask).sum(1, keepdim=True)
+        tf = ((input_ids[:, :, None] == input_ids[:, None, :]).float() * mask[:, None, :]).sum(-1)
+        share = self.lex_k1_plus_1 / (tf + self.lex_k1_fixed + self.lex_k1_per_length * length)
+        weights = self.lex_weight[input_ids] * mask * share
+        sums = torch.zeros((input_ids.shape[0], self.lex_buckets), device=input_ids.device)
         sums.scatter_add_(1, self.lex_bucket[input_ids], weights)
-        root = sums.sqrt()
-        unit = root / root.norm(dim=-1, keepdim=True).clamp_min(self.lex_eps)
-        return (unit @ self.lex_rotation) * self.lex_scale
+        unit = sums / sums.norm(dim=-1, keepdim=True).clamp_min(self.lex_eps)
+        return unit * self.lex_scale
 
     def forward(self, input_ids, attention_mask):
         m = attention_mask.unsqueeze(-1).float()
@@ -156,7 +164,7 @@ class Anchor(torch.nn.Module):
             parts.append(self.b * unit_mean(self.static(input_ids)))
         joined = torch.cat(parts, dim=-1)
         if self.lexical:
-            joined = torch.cat([joined * self.lex_part_scale, self.lexical_vector(input_ids, attention_mask)], dim=-1)
+            joined = torch.cat([joined * self.lex_part_scale, self.lexical_vector(input_ids, attention_mask)], dim=-1) @ self.lex_rotation
         return torch.nn.functional.normalize(joined, dim=-1)
 
 
@@ -169,7 +177,7 @@ def build_anchor(folder):
     if not state:  # the static model: one token table, mean-pooled
         if not tables:
             sys.exit(f"{folder}: neither BertModel weights nor a token table found in the ONNX graph")
-        return Anchor(None, tables[0], lexical=lexical).eval(), None
+        return Anchor(None, tables[0], weight=0.0, lexical=lexical).eval(), None  # the table alone: its unit mean, scale 1
     from transformers import BertConfig, BertModel
 
     heads = cfg["num_attention_heads"]
