@@ -39,13 +39,14 @@ export function finiteNumbersOf(vector: ArrayLike<number>): number[] {
 
 /**
  * The UTF-8 bytes of `JSON.stringify(value)`, except that every array of at least eight numbers,
- * all finite, has each number that holds a float32 value written as the shortest decimal reading
+ * all finite, and every array `finiteNumbersOf` made, has each number that holds a float32 value written as the shortest decimal reading
  * back to that float32 (integers and other numbers as JSON writes them).
  */
 export function float32JsonBytes(value: unknown): Uint8Array<ArrayBuffer> {
   const arrays: number[][] = [];
   const skeleton = JSON.stringify(value, (_key, v: unknown) => {
-    if (Array.isArray(v) && v.length >= MIN_VECTOR_LENGTH && (knownFinite.has(v) || isFiniteNumbers(v))) {
+    // A vector copied by finiteNumbersOf is one at any length (dimensions: 2 is a vector too).
+    if (Array.isArray(v) && (knownFinite.has(v) || (v.length >= MIN_VECTOR_LENGTH && isFiniteNumbers(v)))) {
       arrays.push(v);
       return MARKER;
     }

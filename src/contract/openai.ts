@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { perModel } from './schema-cache.ts';
 import { PROBLEM_CATALOGUE, problem, type Problem, type ProblemCode } from './problems.ts';
 import { formatIssues, type ModelCapabilities, type Task } from './request.ts';
+import { finiteNumbersOf } from './float-json.ts';
 import { OUTPUT_DTYPES, quantizeVector, type OutputDtype } from './vectors.ts';
 import { dimensionProblem, fieldsOf, integerAtLeast, nonBlankText, oneOf, required, taskProblem } from './rules.ts';
 import type { Result } from './result.ts';
@@ -124,7 +125,7 @@ export const OpenAIModelListSchema = z.object({
 export function buildOpenAIEmbeddingResponse(vectors: readonly Float32Array[], inputTokens: number, call: Pick<OpenAIEmbeddingCall, 'encoding' | 'model'> & { dtype?: OutputDtype }): OpenAIEmbeddingResponse {
   const dtype = call.dtype ?? 'float';
   const encode = (v: Float32Array) => {
-    if (dtype === 'float') return call.encoding === 'base64' ? float32Base64(v) : Array.from(v);
+    if (dtype === 'float') return call.encoding === 'base64' ? float32Base64(v) : finiteNumbersOf(v);
     const values = quantizeVector(v, dtype);
     // base64: one byte per integer (int8 and binary as two's complement, as numpy's int8 reads them).
     return call.encoding === 'base64' ? bytesBase64(Uint8Array.from(values, (x) => x & 0xff)) : values;

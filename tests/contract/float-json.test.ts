@@ -117,4 +117,17 @@ describe('over HTTP', () => {
     expect(spec.embeddings.map((e: { embedding: number[] }) => e.embedding.map(Math.fround))).toEqual(expected);
     expect(openai.data.map((e: { embedding: number[] }) => e.embedding.map(Math.fround))).toEqual(expected);
   });
+
+  it('short vectors too (dimensions 2 to 7): float32 shortest forms on both routes, never a double\'s digits', async () => {
+    const post = (path: string, body: unknown) => app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    for (const dimensions of [2, 3, 7]) {
+      const embedded = await model.embed({ texts: ['Notice'], task: null, overflowStrategy: null, dimensions });
+      if (!embedded.ok) throw new Error(String(embedded.problem.detail));
+      const expected = Array.from(embedded.value.vectors[0]!, (x) => float32Json(x));
+      const spec = await (await post('/v1/embeddings', { model: 'legal-2-embedder', texts: 'Notice', dimensions })).text();
+      const openai = await (await post('/openai/v1/embeddings', { model: 'legal-2-embedder', input: 'Notice', dimensions })).text();
+      expect(spec).toContain(`"embedding":[${expected.join(',')}]`);
+      expect(openai).toContain(`"embedding":[${expected.join(',')}]`);
+    }
+  });
 });
