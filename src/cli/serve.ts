@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { KeyStore } from '../auth/store.ts';
 import { createKey, createStoreAuthenticator } from '../auth/service.ts';
 import { createApp, DEFAULT_MAX_BODY_BYTES } from '../http/app.ts';
-import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
+import { BUNDLED_MODEL_DIR, checkModelFolder, loadModelFolder } from '../node/runtime/load-model.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
 import { CPU_AUTO_BATCH_SIZE, CPU_AUTO_BATCH_TOKENS, DEFAULT_SMALL_BATCH_TOKENS } from '../node/runtime/batch-plan.ts';
 import { createServerMetrics } from '../node/metrics.ts';
@@ -125,6 +125,8 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     process.once('SIGINT', () => resolve('SIGINT'));
   });
 
+  // A folder that is not a model folder is refused before the server listens (the load itself runs after).
+  checkModelFolder(config.model);
   const proxyMode = config.deployment === 'proxy';
   const host = config.host || (proxyMode ? '0.0.0.0' : '127.0.0.1');
   // Usage lives where the keys do; without keys there is no one to meter.

@@ -1,5 +1,5 @@
 // Scale-out (two server processes sharing keys through a real Redis) and serving any model folder.
-import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,10 +83,20 @@ describe('serving any model folder', () => {
     expect(r.stderr).toMatch(/model folder .*bare has no lexembed\.json; write one with max_input_tokens and dimensions/);
   });
 
-  it('a folder that is no model folder at all (no config.json) fails with a clear message', async () => {
+  it('a folder that does not exist, or is no model folder at all (no config.json), fails before listening, saying which', async () => {
     const r = await runCli(['serve', '--no-auth', '--port', '0', '--model', join(dir, 'nothing-here')]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/model folder .*nothing-here has no config\.json/);
+    expect(r.stderr).toMatch(/model folder .*nothing-here does not exist; pass a folder with config\.json/);
+    expect(r.stdout + r.stderr).not.toMatch(/listening on/);
+    mkdirSync(join(dir, 'empty'), { recursive: true });
+    const empty = await runCli(['serve', '--no-auth', '--port', '0', '--model', join(dir, 'empty')]);
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toMatch(/model folder .*empty has no config\.json/);
+    expect(empty.stdout + empty.stderr).not.toMatch(/listening on/);
+    writeFileSync(join(dir, 'one.jsonl'), '{"id": "a", "text": "Lease"}\n');
+    const embed = await runCli(['embed', join(dir, 'one.jsonl'), '--model', join(dir, 'nothing-here'), '--output', join(dir, 'out.jsonl')]);
+    expect(embed.code).not.toBe(0);
+    expect(embed.stderr).toMatch(/model folder .*nothing-here does not exist/);
   });
 
   it('an invalid settings file names the field', async () => {

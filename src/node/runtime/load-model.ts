@@ -76,18 +76,30 @@ export interface LoadModelOptions {
   readonly gpuDtype?: GpuDtype;
 }
 
-/** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
-export async function loadModelFolder(dir: string, options: LoadModelOptions = {}): Promise<Embedder> {
+/**
+ * Throws, saying what is missing, unless `dir` is a model folder (config.json, tokenizer.json,
+ * onnx/model.onnx, lexembed.json): cheap, so a server checks it before it listens.
+ */
+export function checkModelFolder(dir: string): void {
   const folder = resolve(dir);
-  const settingsPath = join(folder, SETTINGS_FILE);
+  if (!existsSync(folder)) {
+    throw new Error(`model folder ${folder} does not exist; pass a folder with config.json, tokenizer.json, onnx/model.onnx and ${SETTINGS_FILE} (e.g. ${BUNDLED_MODEL_DIR})`);
+  }
   for (const required of ['config.json', 'tokenizer.json', join('onnx', 'model.onnx')]) {
     if (!existsSync(join(folder, required))) {
       throw new Error(`model folder ${folder} has no ${required}; a model folder needs config.json, tokenizer.json, onnx/model.onnx and ${SETTINGS_FILE}`);
     }
   }
-  if (!existsSync(settingsPath)) {
+  if (!existsSync(join(folder, SETTINGS_FILE))) {
     throw new Error(`model folder ${folder} has no ${SETTINGS_FILE}; write one with max_input_tokens and dimensions (see docs/models.md)`);
   }
+}
+
+/** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
+export async function loadModelFolder(dir: string, options: LoadModelOptions = {}): Promise<Embedder> {
+  const folder = resolve(dir);
+  const settingsPath = join(folder, SETTINGS_FILE);
+  checkModelFolder(folder);
   // transformers.js would parse these itself and fail without naming the file.
   for (const json of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) {
     if (json === 'tokenizer_config.json' && !existsSync(join(folder, json))) continue;
