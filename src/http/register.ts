@@ -36,7 +36,7 @@ async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, 
   let ticket: Ticket | undefined;
   if (route.resource) {
     const decision = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: route.resource });
-    if (decision && isRefusal(decision)) return fail(c, decision);
+    if (decision && isRefusal(decision)) return fail(c, route.unserved ? unservedRefusal(decision, route) : decision);
     if (decision && route.meter && usage) {
       ticket = usage.open(decision, route.meter);
       const limited = await ticket.admit();
@@ -84,4 +84,11 @@ export function registerFallbacks(app: Hono<Env>, allowed: ReadonlyMap<string, s
     (onUnexpectedError ?? ((e) => console.error('lexembed: unexpected error:', e)))(error);
     return fail(c, problem('internal', 'an unexpected error occurred while processing the request; retry, and report it if it persists'));
   });
+}
+
+/** A key refused for a route this deployment does not serve: no key would get an answer there, so the detail must not advise making one. */
+function unservedRefusal(refusal: Problem, route: Route<Env>): Problem {
+  if (refusal.code !== 'unauthorizedKey' || !refusal.detail) return refusal;
+  const reason = refusal.detail.replace(/; create a key with .*$/, '');
+  return { ...refusal, detail: `${reason}; but this deployment does not serve ${route.method} ${route.path} (embedding model only), so no key gets an answer there` };
 }

@@ -286,6 +286,7 @@ export function notServed(path: string, resource: Resource): Route<Env> {
     summary: 'Part of the API, not served by this deployment: authenticated, then 404',
     resource,
     operation: true,
+    unserved: true,
     handler: () => ({ ok: false, problem: problem('notFound', `POST ${path} is part of the API, but this deployment does not serve it (embedding model only); use POST /v1/embeddings`) }),
   };
 }

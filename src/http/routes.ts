@@ -27,8 +27,10 @@ export interface RouteDoc {
   readonly problems?: readonly ProblemCode[];
   /** An API operation: 404 and 405 problems for wrong paths and methods are documented with it. */
   readonly operation?: boolean;
+  /** A route of the API this deployment does not serve (authenticated, then 404). */
+  readonly unserved?: true;
   /** Served only when the loaded model has this (documented as not served otherwise). */
-  readonly requires?: 'reranker';
+  readonly requires?: 'reranker' | 'sparse';
   /** What usage records count a 200 of this route as (with AppOptions.usage: metered, rate-limited, quota-checked). */
   readonly meter?: MeteredOperation;
   /** `openai`: errors in OpenAI's shape ({error: {message, type, param, code}}), not problem details. */

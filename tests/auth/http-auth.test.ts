@@ -93,7 +93,12 @@ describe('API keys over HTTP with the file store', () => {
     expect((await served.clone().json()).detail).toMatch(/model is required/);
     await expectStatus(served, 400, 'Validation error');
     await expectStatus(await call('/v1/enrichments'), 401, 'Incorrect API key error');
-    await expectStatus(await call('/v1/enrichments', `Bearer ${keys.rerank}`), 401, 'Unauthorized API key error');
+    const unserved = await call('/v1/enrichments', `Bearer ${keys.rerank}`);
+    // The detail must not advise a key that would only get a 404 there.
+    expect((await unserved.clone().json()).detail).toMatch(/is not authorised for enrichments; but this deployment does not serve POST \/v1\/enrichments \(embedding model only\), so no key gets an answer there$/);
+    await expectStatus(unserved, 401, 'Unauthorized API key error');
+    // A route it serves still names the key to make.
+    expect((await (await call('/v1/rerankings', `Bearer ${keys.embedOnly}`)).json()).detail).toMatch(/create a key with --resources rerankings$/);
   });
 
   it('401s carry WWW-Authenticate: Bearer, with error="invalid_token" when a key was sent', async () => {
