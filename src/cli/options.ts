@@ -20,7 +20,9 @@ export function describeOptions(specs: OptionSpecs): string {
   return Object.entries(specs)
     .map(([name, o]) => {
       const flag = `--${name}${o.boolean ? '' : ' <value>'}`;
-      const meta = [o.env ? `env ${envNames(o).join(' or ')}` : '', o.default !== undefined ? `default: ${o.default === '' ? '(none)' : o.default}` : ''].filter(Boolean).join('; ');
+      // An empty default is "not set": said once, by the help text where it names its default, else as "none".
+      const shownDefault = o.default === undefined || (o.default === '' && /\bdefault\b/.test(o.help)) ? '' : `default: ${o.default === '' ? 'none' : o.default}`;
+      const meta = [o.env ? `env ${envNames(o).join(' or ')}` : '', shownDefault].filter(Boolean).join('; ');
       return `  ${flag.padEnd(26)} ${o.help}${meta ? `\n  ${' '.repeat(27)}(${meta})` : ''}`;
     })
     .join('\n');
@@ -70,7 +72,9 @@ export function parseOptions<S extends z.ZodType>(
       const names = spec ? envNames(spec) : [];
       const from = names.find((n) => env[n] !== undefined && parsed.values[name] === undefined);
       const label = from ?? names.join(' or ');
-      return `${command}: --${name}${label ? ` (${label})` : ''} ${issue.message}; got ${JSON.stringify(raw[name] ?? null)}`;
+      // A missing option is said to be missing, not "got null".
+      const got = raw[name] === undefined || raw[name] === '' ? '' : `; got ${JSON.stringify(raw[name])}`;
+      return `${command}: --${name}${label ? ` (${label})` : ''} ${issue.message}${got}`;
     });
     throw new UsageError(lines.join('\n'));
   }
