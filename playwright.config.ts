@@ -20,7 +20,7 @@ export default defineConfig({
   reporter: [['list']],
   use: { baseURL: 'http://127.0.0.1:4173', browserName: 'chromium', screenshot: 'only-on-failure' },
   projects: [
-    { name: 'wasm', testMatch: 'demo.spec.ts', use: { launchOptions: { executablePath: CHROMIUM, args: CHROMIUM_FLAGS } } },
+    { name: 'wasm', testMatch: ['demo.spec.ts', 'private-window.spec.ts'], use: { launchOptions: { executablePath: CHROMIUM, args: CHROMIUM_FLAGS } } },
     { name: 'webgpu', testMatch: 'webgpu.spec.ts', use: { launchOptions: { executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, '--enable-unsafe-webgpu'] } } },
   ],
   webServer: {

@@ -112,9 +112,12 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
     const cores = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1;
     onnx.wasm.numThreads = options.numThreads ?? (isolated ? Math.min(4, cores) : 1);
   }
-  // Model files are large and a busy server or a dropped connection happens: every fetch of them retries.
+  // Model files are large and a busy server or a dropped connection happens: every fetch of them
+  // retries. They skip the HTTP cache: a private window's in-memory cache cannot hold a 50 MB model
+  // and fails the download (net::ERR_CACHE_WRITE_FAILURE, every time in Chromium's incognito);
+  // transformers.js keeps its own copy in the Cache API where the browser allows one.
   const tf = env as unknown as { fetch: typeof fetch };
-  tf.fetch = retryingFetch(tf.fetch ?? fetch);
+  tf.fetch = retryingFetch(uncachedFetch);
   const settingsResponse = await tf.fetch(`${base}lexembed.json`);
   if (!settingsResponse.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${settingsResponse.status}); serve the model folder at ${base}`);
   const settings = parseModelSettings(await settingsResponse.json(), `${base}lexembed.json`);
@@ -128,6 +131,8 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
   });
   return { embedder: createEmbedder(settings, backend), choice, loadMs: performance.now() - started };
 }
+
+const uncachedFetch: typeof fetch = (input, init) => fetch(input, { ...init, cache: 'no-store' });
 
 function toError(problem: Problem, docsUrl: string) {
   const doc = toProblemDocument(problem, docsUrl);
