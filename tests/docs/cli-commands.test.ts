@@ -27,3 +27,13 @@ it('every `npx lexembed <command>` the docs name exists', async () => {
     expect(stdout, command).toMatch(/Usage:\s+lexembed/);
   }
 }, 120_000);
+
+it('the library-from-a-clone recipe (docs/running.md) skips onnxruntime-node\'s download before it installs, as the package test\'s projects do', () => {
+  const recipe = /## Using the library from a clone\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readFileSync(join(PROJECT_ROOT, 'docs', 'running.md'), 'utf8'))![1]!;
+  const lines = recipe.split('\n');
+  const skip = lines.findIndex((l) => l.includes("onnxruntime-node-install=skip' >> .npmrc"));
+  const install = lines.findIndex((l) => l.startsWith('npm install '));
+  expect(skip).toBeGreaterThanOrEqual(0);
+  expect(skip).toBeLessThan(install);
+  expect(readFileSync(join(PROJECT_ROOT, 'tests', 'package', 'package.test.ts'), 'utf8')).toContain("'onnxruntime-node-install=skip\\n'");
+});
