@@ -66,6 +66,9 @@ export function chunkText(text: string, options: ChunkOptions, countTokens: (wor
       const floor = tokens - Math.max(1, Math.floor(size / 10));
       const cut = lastBreak(words, first, last, tokens, floor, (k) => endsLine(text, words[k]!, words[k + 1])) ?? lastBreak(words, first, last, tokens, floor, (k) => endsSentence(text, words[k]!));
       if (cut) (last = cut.last), (tokens = cut.tokens);
+      // Never end just before punctuation attached to the word before it (the next chunk would open
+      // with '. notice …'): end a word earlier.
+      while (last > first && attachedPunctuation(text, words, last + 1)) tokens -= words[last--]!.tokens;
     }
     chunks.push({ text: text.slice(words[first]!.start, words[last]!.end), start: words[first]!.start, end: words[last]!.end, tokens });
     if (last + 1 >= words.length) break;
@@ -73,6 +76,8 @@ export function chunkText(text: string, options: ChunkOptions, countTokens: (wor
     let next = last + 1;
     let repeated = 0;
     while (next - 1 > first && repeated + words[next - 1]!.tokens <= overlap) repeated += words[--next]!.tokens;
+    // …nor start an overlap on such punctuation: from the word after it.
+    while (next <= last && attachedPunctuation(text, words, next)) next++;
     first = next;
   }
   return chunks;
@@ -156,6 +161,12 @@ function lastBreak(words: readonly Word[], first: number, last: number, tokens: 
 
 function endsLine(text: string, word: Word, next: Word | undefined): boolean {
   return text.slice(word.end, next ? next.start : text.length).includes('\n');
+}
+
+/** Punctuation that closes on the word before it ('.', ',', '"' after a word, '-' inside one), not '(' or '§' opening one. */
+function attachedPunctuation(text: string, words: readonly Word[], k: number): boolean {
+  const word = words[k]!;
+  return k > 0 && word.start === words[k - 1]!.end && PUNCTUATION.test(text.slice(word.start, word.end));
 }
 
 function endsSentence(text: string, word: Word): boolean {

@@ -183,3 +183,26 @@ describe('long texts, tokenised in slices (src/embedder/slices.ts)', () => {
     expect(Array.from(long.vectors[0]!)).toEqual(Array.from(head.vectors[0]!));
   });
 });
+
+describe('chunk boundaries and punctuation', () => {
+  const clause =
+    'If the Tenant fails to pay the rent, the Landlord may give notice; the Tenant then has ten days. ' +
+    'Notice to the party (the "Tenant") shall be in writing, signed, and delivered by hand, post, or e-mail: (a) ' +
+    'any other notice is void. ';
+  const text = clause.repeat(12);
+  const oneTokenAWord = () => 1;
+
+  it('no chunk opens with punctuation that closes on the word before it, with or without overlap, at many sizes', () => {
+    for (const size of [5, 7, 9, 12, 16, 23, 40]) {
+      for (const overlap of [0, 1, 2, 4]) {
+        if (overlap >= size) continue;
+        const chunks = chunkText(text, { size, overlap }, oneTokenAWord);
+        // '(' opening a list item or a parenthesis may start a chunk; '.', ',', '"' or '-' glued to the word before may not
+        const opening = chunks.filter((c) => /^\p{P}/u.test(c.text) && c.start > 0 && !/\s/u.test(text[c.start - 1]!)).map((c) => c.text.slice(0, 20));
+        expect(opening, `size ${size}, overlap ${overlap}`).toEqual([]);
+        chunks.forEach((c) => expect(text.slice(c.start, c.end)).toBe(c.text));
+        expect(chunks.at(-1)!.end).toBe(text.trimEnd().length); // nothing lost at the end
+      }
+    }
+  });
+});
