@@ -32,7 +32,8 @@ ENV NODE_ENV=production \
     LEXEMBED_USE_DIST=1 \
     LEXEMBED_HOST=0.0.0.0 \
     LEXEMBED_PORT=8080 \
-    LEXEMBED_DATA_DIR=/data
+    LEXEMBED_DATA_DIR=/data \
+    LEXEMBED_IN_CONTAINER=1
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./

@@ -214,7 +214,10 @@ async function announceAuthentication(
     if ((await store.listKeys()).length === 0) {
       if (config.store === 'file' && !config['no-dev-key']) {
         const { record, file } = await createDevKey(store, config['data-dir']);
-        log(`the key store (${storeDescription(config)}) was empty: created development key ${record.id} for account "local"; the key is in ${file} (readable by you alone; never logged): export LEXEMBED_API_KEY=$(cat ${file})`);
+        // In the image (LEXEMBED_IN_CONTAINER, set by the Dockerfile) the file is inside the container, not on the host.
+        const read = process.env.LEXEMBED_IN_CONTAINER ? `docker exec <container> cat ${file}` : `cat ${file}`;
+        const where = process.env.LEXEMBED_IN_CONTAINER ? `${file} inside the container` : file;
+        log(`the key store (${storeDescription(config)}) was empty: created development key ${record.id} for account "local"; the key is in ${where} (readable by you alone; never logged): export LEXEMBED_API_KEY=$(${read})`);
       } else {
         logRecord('warn', {
           msg: `the ${storeDescription(config)} has no keys yet, so every request gets 401: create one with lexembed keys create --account <id>${config.store === 'redis' ? ' --store redis --redis-url <url>' : ` --data-dir ${config['data-dir']}`}${config.store === 'redis' ? ' (no development key is made in a shared store)' : ''}`,

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { BUNDLED_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createEmbedder } from '../../src/embedder/embedder.ts';
 import { createRedisKeyStore } from '../../src/auth/stores/redis.ts';
@@ -181,6 +181,19 @@ describe('first start with an empty store', () => {
       expect(server.output()).not.toMatch(/lxk_v1_/);
       expect(server.output()).toContain(`the key is in ${file}`);
       await expectStatus(await post(server.url, `Bearer ${key}`), 200);
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('in the container image the log says to read the dev key with docker exec, not from the host', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-dev-'));
+    const server = await startServe(['--model', TEST_MODEL_DIR, '--data-dir', dataDir], { LEXEMBED_IN_CONTAINER: '1' });
+    try {
+      const file = join(dataDir, 'dev-key.txt');
+      expect(server.output()).toContain(`the key is in ${file} inside the container`);
+      expect(server.output()).toContain(`export LEXEMBED_API_KEY=$(docker exec <container> cat ${file})`);
     } finally {
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
