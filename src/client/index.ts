@@ -1,6 +1,6 @@
 // The lexembed client: `new Lexembed().embeddings.create({...})`, on fetch, with no runtime
 // dependencies, for browsers, Node and edge runtimes.
-import type { EmbeddingRequestInput, EmbeddingResponse, RerankRequestInput, RerankResponse, TokenizeRequest, TokenizeResponse } from '../contract/index.ts';
+import type { EmbeddingRequestInput, EmbeddingResponse, RerankRequestInput, RerankResponse, SparseRequest, SparseResponse, TokenizeRequest, TokenizeResponse } from '../contract/index.ts';
 import { Transport, type APIPromise, type ClientOptions, type RequestOptions } from './core.ts';
 
 export * from './errors.ts';
@@ -9,8 +9,35 @@ export { DEFAULT_BASE_URL, unwrapPlatformError, type APIPromise, type ClientOpti
 /** The request of spec 2.1 (texts may be a readonly array). */
 export type EmbeddingCreateParams = Omit<EmbeddingRequestInput, 'texts'> & { texts: string | readonly string[] };
 
-export class Embeddings {
+/** The sparse request (an extension): texts, and optionally task, overflow_strategy and weighting. */
+export type SparseEmbeddingCreateParams = Pick<SparseRequest, 'model'> & {
+  texts: string | readonly string[];
+  task?: SparseRequest['task'];
+  overflow_strategy?: SparseRequest['overflow_strategy'];
+  weighting?: SparseRequest['weighting'];
+};
+export type { SparseResponse } from '../contract/index.ts';
+
+export class SparseEmbeddings {
   constructor(private readonly transport: Transport) {}
+
+  /**
+   * `POST /embeddings/sparse`: each text's word pieces with BM25 weights (indices, values), for
+   * the sparse field of a hybrid store; runs no model.
+   * @example const { embeddings } = await client.embeddings.sparse.create({ model: 'legal-2-embedder', texts: ['Notice to quit'] })
+   */
+  create(params: SparseEmbeddingCreateParams, options: RequestOptions = {}): APIPromise<SparseResponse> {
+    return this.transport.post<SparseResponse>('/embeddings/sparse', params, options);
+  }
+}
+
+export class Embeddings {
+  /** Sparse vectors: `client.embeddings.sparse.create()`. */
+  readonly sparse: SparseEmbeddings;
+
+  constructor(private readonly transport: Transport) {
+    this.sparse = new SparseEmbeddings(transport);
+  }
 
   /**
    * `POST /embeddings`.

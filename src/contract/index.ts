@@ -10,3 +10,4 @@ export * from './paths.ts';
 export * from './openai.ts';
 export * from './tokenize.ts';
 export * from './rerank.ts';
+export * from './sparse.ts';

@@ -7,7 +7,8 @@ import { createRerank, type EmbedderCore } from './reranking.ts';
 import { encodeInSlices, slicesOf } from './slices.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
-import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend } from './types.ts';
+import { sparseTableOf, sparseVector, type SparseTable } from './sparse.ts';
+import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, SparseInput, SparseOutput } from './types.ts';
 
 export type EmbedderHooks = SchedulerHooks;
 
@@ -26,6 +27,7 @@ export function createEmbedder(
   const core = createCore(settings, backend, scheduler);
   const { maxTokens } = core;
   const reranking = settings.reranking;
+  const sparseTable = settings.sparse && sparseTableOf(settings.sparse);
   // A chunk, framed as the model reads a document ([CLS] prompt chunk [SEP]), fits in one input.
   const maxChunkTokens = maxTokens - core.tokensOfPrompt(settings.prompts['retrieval/document'] ?? '');
   const reranker: RerankCapabilities | undefined = reranking && {
@@ -64,6 +66,8 @@ export function createEmbedder(
     tokenize: (texts, options) => tokenizeTexts(core, texts, options),
     reranker,
     rerank: reranking && reranker ? createRerank(core, reranker, reranking.weights) : undefined,
+    sparse: sparseTable && ((input, options = {}) => sparseOf(core, sparseTable, input, options)),
+    vocabularySize: sparseTable?.idf.length,
     dispose: () => backend.dispose(),
   };
 }
@@ -108,9 +112,38 @@ function createCore(settings: ModelSettings, backend: EmbeddingBackend, schedule
   };
 }
 
-/** Tokenises, checks and truncates the texts (yielding as it goes), charges their tokens, and embeds them. */
+/** Tokenises, checks and truncates the texts, charges their tokens, and embeds them. */
 async function embedAdmitted(core: EmbedderCore, input: EmbedInput, prompt: string, reservation: Reservation, options: EmbedOptions): Promise<Result<EmbedOutput>> {
-  const { backend, maxTokens, settings } = core;
+  const encoded = await encodeForModel(core, input, prompt, options);
+  if (!encoded.ok) return encoded;
+  const { sequences, inputTokens, truncatedTexts } = encoded.value;
+  const submitted = await core.submit(sequences, options.signal, reservation);
+  if (!submitted.ok) return submitted;
+  const dimensions = input.dimensions ?? core.settings.dimensions.default;
+  return { ok: true, value: { vectors: submitted.value.map((v) => truncateAndNormalize(v, dimensions)), inputTokens, truncatedTexts } };
+}
+
+/** Sparse vectors: the texts read as embed reads them, charged alike, weighed without the model. */
+async function sparseOf(core: EmbedderCore, table: SparseTable, input: SparseInput, options: EmbedOptions): Promise<Result<SparseOutput>> {
+  const prompt = input.task ? core.settings.prompts[input.task] ?? '' : '';
+  const encoded = await encodeForModel(core, input, prompt, options);
+  if (!encoded.ok) return encoded;
+  const { sequences, inputTokens, truncatedTexts } = encoded.value;
+  return { ok: true, value: { vectors: sequences.map((ids) => sparseVector(ids, table, input.weighting)), inputTokens, truncatedTexts } };
+}
+
+/**
+ * The texts as the model reads them (yielding to the event loop as it goes): the prompt before
+ * each, over-long ones cut (drop_end) or refused, texts without readable characters refused; then
+ * their exact tokens charged (a problem refuses the request there).
+ */
+async function encodeForModel(
+  core: EmbedderCore,
+  input: Pick<EmbedInput, 'texts' | 'overflowStrategy'>,
+  prompt: string,
+  options: EmbedOptions,
+): Promise<Result<{ sequences: number[][]; inputTokens: number; truncatedTexts: number }>> {
+  const { backend, maxTokens } = core;
   const encode = (text: string) => backend.encode(text);
   const sequences: number[][] = [];
   let truncatedTexts = 0;
@@ -137,10 +170,7 @@ async function embedAdmitted(core: EmbedderCore, input: EmbedInput, prompt: stri
   const inputTokens = sequences.reduce((n, s) => n + s.length, 0);
   const refused = await options.charge?.(inputTokens);
   if (refused) return { ok: false, problem: refused };
-  const submitted = await core.submit(sequences, options.signal, reservation);
-  if (!submitted.ok) return submitted;
-  const dimensions = input.dimensions ?? settings.dimensions.default;
-  return { ok: true, value: { vectors: submitted.value.map((v) => truncateAndNormalize(v, dimensions)), inputTokens, truncatedTexts } };
+  return { ok: true, value: { sequences, inputTokens, truncatedTexts } };
 }
 
 /** Token counts (and offsets) slice by slice, yielding between slices: a long text must not stall the event loop. */

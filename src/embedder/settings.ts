@@ -34,6 +34,10 @@ export const ModelSettingsSchema = z
         fitted: z.record(z.string(), z.unknown()).optional(),
       })
       .optional(),
+    /** The lexical part's table and rule (model/add_lexical.py): served as sparse vectors (POST /v1/embeddings/sparse); absent: none. */
+    sparse: z
+      .object({ recipe: z.string().min(1), k1: z.number().positive(), b: z.number().min(0).max(1), avg_len: z.number().positive(), idf: z.string().min(4) })
+      .optional(),
   })
   .loose();
 

@@ -1,7 +1,8 @@
 // The Embedder interface the HTTP app and the CLI talk to, and the backend seam beneath it.
-import type { Chunking, ModelCapabilities, Problem, RerankCapabilities, Result, ScoringMethod, Task, TokenizeResponse } from '../contract/index.ts';
+import type { Chunking, ModelCapabilities, Problem, RerankCapabilities, Result, ScoringMethod, SparseWeighting, Task, TokenizeResponse } from '../contract/index.ts';
 import type { TextChunk } from './chunk.ts';
 import type { ModelSettings } from './settings.ts';
+import type { SparseVector } from './sparse.ts';
 
 /** Batching totals of the scheduler (padding efficiency = realTokens / paddedTokens). */
 export interface SchedulerStats {
@@ -53,6 +54,21 @@ export interface RerankOutput {
   readonly inputTokens: number;
 }
 
+export interface SparseInput {
+  readonly texts: readonly string[];
+  readonly task: Task | null;
+  readonly overflowStrategy: 'drop_end' | null;
+  readonly weighting: SparseWeighting;
+}
+
+export interface SparseOutput {
+  /** One sparse vector per text, in input order. */
+  readonly vectors: SparseVector[];
+  /** Tokens read: prompt and special tokens included, after truncation (no model runs). */
+  readonly inputTokens: number;
+  readonly truncatedTexts?: number;
+}
+
 export interface Embedder extends ModelCapabilities {
   readonly settings: ModelSettings;
   /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
@@ -74,6 +90,10 @@ export interface Embedder extends ModelCapabilities {
   readonly reranker?: RerankCapabilities;
   /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
   rerank?(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
+  /** Sparse vectors over the word-piece vocabulary, when the model folder carries the lexical table (lexembed.json "sparse"); no model run. */
+  sparse?(input: SparseInput, options?: EmbedOptions): Promise<Result<SparseOutput>>;
+  /** Indices of sparse vectors lie below this (with `sparse`). */
+  readonly vocabularySize?: number;
   /**
    * A 503 when the queue has no room for a request of `bodyBytes` bytes (estimated from its size;
    * with `maxTexts`, at most that many texts of the model's maximum length), so a full server

@@ -97,7 +97,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       docsUrl: options.docsUrl ?? '/docs',
       authenticated: keyed,
       metered: keyed && options.usage !== undefined,
-      routes: table.map((r) => (r.requires === 'reranker' && !embedder?.reranker ? notServed(r.path, r.resource!) : r)),
+      routes: table.map((r) => (r.requires && !embedder?.[r.requires] ? notServed(r.path, r.resource!) : r)),
     });
   };
   return app;

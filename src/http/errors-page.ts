@@ -6,7 +6,8 @@ const MEANINGS: Record<string, string> = {
   '401-not-authenticated': 'The API key is missing, malformed, unknown, expired or revoked, or not authorised for the resource.',
   '402-payment-required': 'The account has overdue invoices; pay them to restore access.',
   '403-access-forbidden': 'Access is not allowed: the account is inactive, its e-mail is unverified, or it has no subscription to the usage-based plan.',
-  '404-not-found': 'No route exists at this path.',
+  '404-not-found':
+    "No route exists at this path, or the route is part of the API but this deployment does not serve it: the detail says which and why (e.g. POST /v1/rerankings for a model folder without a reranking fit, POST /v1/embeddings/sparse for one without a lexical table).",
   '405-method-not-allowed': 'The route exists but not for this HTTP method; the Allow header lists the methods it takes.',
   '413-request-too-large': 'The request body is larger than the server accepts.',
   '429-too-many-requests':

@@ -12,6 +12,8 @@ import {
   TokenizeResponseSchema,
   RerankResponseSchema,
   createRerankRequestSchema,
+  createSparseRequestSchema,
+  SparseResponseSchema,
   PROBLEM_CATALOGUE,
   PROBLEM_CONTENT_TYPE,
   ProblemDocumentSchema,
@@ -139,6 +141,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
         OpenAIError: jsonSchema(OpenAIErrorSchema),
         ...(options.rerankModelName
           ? { RerankRequest: jsonSchema(createRerankRequestSchema(options.rerankModelName), 'input'), RerankResponse: jsonSchema(RerankResponseSchema) }
+          : {}),
+        ...(options.routes.some((r) => r.body === 'SparseEmbeddingRequest')
+          ? { SparseEmbeddingRequest: jsonSchema(createSparseRequestSchema(options.modelName), 'input'), SparseEmbeddingResponse: jsonSchema(SparseResponseSchema) }
           : {}),
       },
       responses: {

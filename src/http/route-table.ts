@@ -4,7 +4,17 @@
 import type { Context } from 'hono';
 import { MAX_OPENAI_INPUTS, MAX_TEXTS_PER_REQUEST, OPENAI_PREFIX, problem } from '../contract/index.ts';
 import type { EmbedOptions, Embedder } from '../embedder/types.ts';
-import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createTokenization, listOpenAIModels, rerankNotServed, type Outcome } from '../operations/index.ts';
+import {
+  createEmbeddings,
+  createOpenAIEmbeddings,
+  createRerankings,
+  createSparseEmbeddings,
+  createTokenization,
+  listOpenAIModels,
+  rerankNotServed,
+  sparseNotServed,
+  type Outcome,
+} from '../operations/index.ts';
 import type { Resource } from '../auth/records.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
@@ -78,6 +88,26 @@ export function operationRoutes(state: ModelState, operate: ReturnType<typeof cr
       problems: ['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
       handler: operate(createEmbeddings, MAX_TEXTS_PER_REQUEST),
+    },
+    {
+      method: 'POST',
+      path: '/v1/embeddings/sparse',
+      operationId: 'createSparseEmbeddings',
+      meter: 'embeddings',
+      summary: "Sparse vectors (an extension): each text's word pieces with BM25 weights, for the sparse field of a hybrid store; runs no model",
+      tags: ['embeddings'],
+      resource: 'embeddings',
+      body: 'SparseEmbeddingRequest',
+      ok: { description: 'One sparse vector per input text, with its index', json: 'SparseEmbeddingResponse' },
+      problems: ['validation', 'inputTooLarge', 'unsupportedTask', ...BODY_PROBLEMS],
+      operation: true,
+      requires: 'sparse',
+      async handler(c) {
+        // Without the lexical table the route is not served: say so before reading the body.
+        const model = await state.model();
+        if (model.ok && !model.value.sparse) return { ok: false, problem: sparseNotServed(model.value) };
+        return operate(createSparseEmbeddings, MAX_TEXTS_PER_REQUEST)(c);
+      },
     },
     {
       method: 'POST',

@@ -6,3 +6,4 @@ export { createEmbeddings } from './embeddings.ts';
 export { createRerankings, rerankNotServed } from './rerankings.ts';
 export { createTokenization } from './tokenize.ts';
 export { createOpenAIEmbeddings, listOpenAIModels } from './openai.ts';
+export { createSparseEmbeddings, sparseNotServed } from './sparse.ts';

@@ -1,0 +1,63 @@
+// Sparse vectors (POST /v1/embeddings/sparse): the exact word-piece weights whose hashed sum is the
+// dense vector's lexical part (model/add_lexical.py), from the table and rule the model folder
+// carries in lexembed.json ("sparse"). Pure: the same ids give the same vector in Node, the
+// browser and the edge.
+import type { SparseWeighting } from '../contract/index.ts';
+
+/** The folder's table and rule: idf per word piece (0: the piece carries no word), BM25's k1 and b, the training texts' mean length. */
+export interface SparseTable {
+  readonly idf: Float32Array;
+  readonly k1: number;
+  readonly b: number;
+  readonly avgLength: number;
+}
+
+/** lexembed.json's "sparse" entry as stored: idf as base64 of little-endian float32. */
+export interface SparseSettings {
+  readonly recipe: string;
+  readonly k1: number;
+  readonly b: number;
+  readonly avg_len: number;
+  readonly idf: string;
+}
+
+export interface SparseVector {
+  /** Word-piece ids, ascending. */
+  readonly indices: number[];
+  readonly values: number[];
+}
+
+/** Decodes the settings' table (atob and DataView exist in every runtime lexembed serves from). */
+export function sparseTableOf(settings: SparseSettings): SparseTable {
+  const bytes = Uint8Array.from(atob(settings.idf), (ch) => ch.charCodeAt(0));
+  if (bytes.length % 4 !== 0) throw new Error(`lexembed.json sparse.idf holds ${bytes.length} bytes, not a whole number of float32 values`);
+  const view = new DataView(bytes.buffer);
+  const idf = new Float32Array(bytes.length / 4);
+  for (let i = 0; i < idf.length; i++) idf[i] = view.getFloat32(i * 4, true);
+  return { idf, k1: settings.k1, b: settings.b, avgLength: settings.avg_len };
+}
+
+/**
+ * A text's sparse vector from its token ids (as the model reads them: prompt, special tokens and
+ * truncation included): each piece with idf > 0 once, weighted
+ * tf·(k1 + 1)/(tf + k1·(1 − b + b·L/avg_len)) (L: the text's pieces with idf > 0), times its idf
+ * for `idf` weighting.
+ * @example sparseVector([101, 7592, 7592, 102], table, 'tf') // { indices: [7592], values: [1.63…] }
+ */
+export function sparseVector(ids: readonly number[], table: SparseTable, weighting: SparseWeighting): SparseVector {
+  const counts = new Map<number, number>();
+  let length = 0;
+  for (const id of ids) {
+    if (!(table.idf[id]! > 0)) continue;
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+    length++;
+  }
+  const norm = table.k1 * (1 - table.b + (table.b * length) / table.avgLength);
+  const indices = [...counts.keys()].sort((a, b) => a - b);
+  const values = indices.map((id) => {
+    const tf = counts.get(id)!;
+    const saturated = (tf * (table.k1 + 1)) / (tf + norm);
+    return Math.fround(weighting === 'idf' ? saturated * table.idf[id]! : saturated);
+  });
+  return { indices, values };
+}

@@ -1,0 +1,44 @@
+// Sparse vectors' rule (src/embedder/sparse.ts): BM25's saturated term frequency per word piece,
+// pieces without idf left out, the table read back from lexembed.json's base64.
+import { describe, expect, it } from 'vitest';
+import { sparseTableOf, sparseVector, type SparseTable } from '../../src/embedder/sparse.ts';
+
+const idf = new Float32Array([0, 0, 2, 4, 0.5]); // ids 0 and 1 carry no word (special pieces)
+const table: SparseTable = { idf, k1: 1.2, b: 0.75, avgLength: 4 };
+const saturated = (tf: number, length: number) => (tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * length) / 4));
+
+describe('sparseVector', () => {
+  it('weighs each piece once, ascending, by its saturated term frequency (tf) or times its idf (idf)', () => {
+    const ids = [0, 3, 2, 3, 3, 1]; // length 4: the two special ids do not count
+    const tf = sparseVector(ids, table, 'tf');
+    expect(tf.indices).toEqual([2, 3]);
+    expect(tf.values[0]).toBeCloseTo(saturated(1, 4), 6);
+    expect(tf.values[1]).toBeCloseTo(saturated(3, 4), 6);
+    const weighted = sparseVector(ids, table, 'idf');
+    expect(weighted.values[0]).toBeCloseTo(saturated(1, 4) * 2, 6);
+    expect(weighted.values[1]).toBeCloseTo(saturated(3, 4) * 4, 6);
+  });
+
+  it('saturates: a piece repeated counts less than in proportion, and a longer text weighs each piece less', () => {
+    const once = sparseVector([2, 3], table, 'tf').values[0]!;
+    const twice = sparseVector([2, 2, 3], table, 'tf').values[0]!;
+    expect(twice).toBeGreaterThan(once);
+    expect(twice).toBeLessThan(2 * once);
+    expect(sparseVector([2, 3, 4, 4, 4, 4, 4, 4], table, 'tf').values[0]).toBeLessThan(once);
+  });
+
+  it('gives an empty vector for a text of pieces without idf', () => {
+    expect(sparseVector([0, 1, 1, 0], table, 'idf')).toEqual({ indices: [], values: [] });
+  });
+});
+
+describe('sparseTableOf', () => {
+  it('reads idf from base64 little-endian float32 and refuses a torn table', () => {
+    const bytes = new Uint8Array(idf.buffer.slice(0));
+    const base64 = btoa(String.fromCharCode(...bytes));
+    const read = sparseTableOf({ recipe: 'bm25-pieces-v2', k1: 1.2, b: 0.75, avg_len: 4, idf: base64 });
+    expect([...read.idf]).toEqual([...idf]);
+    expect(read).toMatchObject({ k1: 1.2, b: 0.75, avgLength: 4 });
+    expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: btoa('abcde') })).toThrow(/not a whole number of float32 values/);
+  });
+});

@@ -1,0 +1,146 @@
+// POST /v1/embeddings/sparse on the bundled model: the Python recipe's exact weights, the texts read
+// as /v1/embeddings reads them, its problems, OpenAPI, a 404 where the model has no lexical table,
+// client.embeddings.sparse.create(), and dense + sparse hybrid search in a real pgvector (PGlite).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BadRequestError, Lexembed } from '../../src/client/index.ts';
+import { problem } from '../../src/contract/index.ts';
+import { createApp } from '../../src/http/app.ts';
+import { BUNDLED_MODEL_DIR, loadModelFolder, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { startServer, type RunningServer } from '../../src/node/server.ts';
+import type { Embedder } from '../../src/embedder/types.ts';
+
+const MODEL = 'legal-2-embedder';
+const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
+  cases: { text: string; sparse: { indices: number[]; values: number[] } }[];
+};
+let embedder: Embedder;
+let app: ReturnType<typeof createApp>;
+let server: RunningServer;
+beforeAll(async () => {
+  embedder = await loadModelFolder(BUNDLED_MODEL_DIR, { inference: 'main' });
+  app = createApp({ embedder });
+  server = await startServer(app, { port: 0, host: '127.0.0.1' });
+}, 60_000);
+afterAll(async () => {
+  await server?.close();
+  await embedder?.dispose();
+});
+const post = (path: string, body: unknown, target = app) =>
+  target.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+describe('POST /v1/embeddings/sparse', () => {
+  it('answers the weights the Python recipe computes (model/add_lexical.py), piece by piece', async () => {
+    const res = await post('/v1/embeddings/sparse', { model: MODEL, texts: parity.cases.map((c) => c.text) });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.weighting).toBe('tf');
+    expect(body.vocabulary_size).toBe(embedder.vocabularySize);
+    parity.cases.forEach((c, i) => {
+      expect(body.embeddings[i].index).toBe(i);
+      expect(body.embeddings[i].indices, c.text).toEqual(c.sparse.indices);
+      c.sparse.values.forEach((v, k) => expect(body.embeddings[i].values[k], c.text).toBeCloseTo(v, 5));
+    });
+  });
+
+  it('reads texts as /v1/embeddings does (same usage, truncation), and idf weighting multiplies by the model idf', async () => {
+    const long = 'The Lessee shall pay the rent on the first day of each month. '.repeat(100);
+    const texts = ['Notice of termination of the lease', long];
+    const sparse = await (await post('/v1/embeddings/sparse', { model: MODEL, texts })).json();
+    const dense = await (await post('/v1/embeddings', { model: MODEL, texts })).json();
+    expect(sparse.usage.input_tokens).toBe(dense.usage.input_tokens);
+    const weighted = await (await post('/v1/embeddings/sparse', { model: MODEL, texts, weighting: 'idf' })).json();
+    expect(weighted.weighting).toBe('idf');
+    expect(weighted.embeddings[0].indices).toEqual(sparse.embeddings[0].indices);
+    const ratios = weighted.embeddings[0].values.map((v: number, k: number) => v / sparse.embeddings[0].values[k]);
+    expect(new Set(ratios.map((r: number) => r.toFixed(3))).size).toBeGreaterThan(1); // a per-piece idf, not one factor
+    expect(Math.min(...ratios)).toBeGreaterThan(0);
+    const refused = await post('/v1/embeddings/sparse', { model: MODEL, texts: [long], overflow_strategy: null });
+    expect(refused.status).toBe(400);
+    expect((await refused.json()).detail).toMatch(/^texts\[0\] is \d+ tokens long, over the model's maximum of 512 input tokens/);
+  });
+
+  it('refuses bad input with a problem that names the field, needs a key where keys are on, and is documented', async () => {
+    const detail = async (body: unknown) => (await (await post('/v1/embeddings/sparse', body)).json()).detail;
+    expect(await detail({ model: MODEL, texts: [] })).toBe('texts must hold at least 1 text');
+    expect(await detail({ model: MODEL, texts: 'x', weighting: 'bm42' })).toBe('weighting must be one of "tf", "idf"');
+    expect(await detail({ model: MODEL, texts: 'x', dimensions: 8 })).toMatch(/unknown field "dimensions"; allowed fields are model, texts, task, overflow_strategy, weighting/);
+    expect(await detail({ model: MODEL, texts: ['Lease', '\u200b'] })).toMatch(/^texts\[1\] has no characters the model can read/);
+    const guarded = createApp({ embedder, authenticate: async () => problem('incorrectKey', 'no key') });
+    expect((await post('/v1/embeddings/sparse', { model: MODEL, texts: 'x' }, guarded)).status).toBe(401);
+    const doc = await (await app.request('/openapi.json')).json();
+    expect(doc.paths['/v1/embeddings/sparse'].post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/SparseEmbeddingRequest');
+    expect(Object.keys(doc.components.schemas.SparseEmbeddingResponse.properties)).toEqual(['embeddings', 'vocabulary_size', 'weighting', 'usage']);
+  });
+
+  it('is a 404 that says why where the model folder carries no lexical table', async () => {
+    const tiny = await loadModelFolder(TEST_MODEL_DIR, { inference: 'main' });
+    try {
+      const res = await post('/v1/embeddings/sparse', { model: tiny.modelName, texts: 'x' }, createApp({ embedder: tiny }));
+      expect(res.status).toBe(404);
+      expect((await res.json()).detail).toMatch(/carries no lexical table \(its lexembed\.json has no "sparse" entry/);
+    } finally {
+      await tiny.dispose();
+    }
+  });
+
+  it('client.embeddings.sparse.create() returns the response and raises the typed errors', async () => {
+    const client = new Lexembed({ apiKey: null, baseURL: `${server.url}/v1` });
+    const { embeddings } = await client.embeddings.sparse.create({ model: MODEL, texts: ['Lease'] });
+    expect(embeddings[0]!.indices.length).toBe(1);
+    await expect(client.embeddings.sparse.create({ model: MODEL, texts: 'x', weighting: 'nope' } as never)).rejects.toBeInstanceOf(BadRequestError);
+  });
+});
+
+describe('hybrid search in pgvector (PGlite): a vector column and a sparsevec column, fused by reciprocal rank', () => {
+  const passages = [
+    'The tenant shall pay the rent on the first day of each month to the landlord at the address given in the lease.',
+    'Every employer shall keep records of the wages, hours of work and overtime of each employee for three years.',
+    'A creditor shall not discriminate against an applicant on a prohibited basis regarding any aspect of a credit transaction.',
+    'Any person who contravenes section 12 is guilty of an offence and liable on summary conviction to a fine.',
+    'The Minister may, by order, designate any area of land as a wildlife sanctuary and prohibit hunting in it.',
+    'Either party may terminate this Agreement by giving the other party ninety days written notice of termination.',
+  ];
+  const queries: [string, number][] = [
+    ['When is rent due under the lease?', 0],
+    ['How long must wage and overtime records be kept?', 1],
+    ['Can a lender discriminate against a credit applicant?', 2],
+    ['What is the penalty for contravening section 12?', 3],
+    ['Who can declare a wildlife sanctuary?', 4],
+    ['How much notice is needed to terminate the agreement?', 5],
+  ];
+  const literal = (v: { indices: number[]; values: number[] }, size: number) => `{${v.indices.map((i, k) => `${i + 1}:${v.values[k]}`).join(',')}}/${size}`;
+
+  it('finds the right passage for each question with dense, sparse and fused rankings', async () => {
+    const db = await PGlite.create({ extensions: { vector } });
+    try {
+      const client = new Lexembed({ apiKey: null, baseURL: `${server.url}/v1` });
+      const dims = embedder.settings.dimensions.default;
+      const size = embedder.vocabularySize!;
+      await db.exec(`create extension if not exists vector; create table passages (id int primary key, body text, dense vector(${dims}), terms sparsevec(${size}))`);
+      const dense = await client.embeddings.create({ model: MODEL, texts: passages, task: 'retrieval/document' });
+      // pgvector takes plain dot products: the documents carry the model's idf, the queries their saturated tf
+      const sparse = await client.embeddings.sparse.create({ model: MODEL, texts: passages, task: 'retrieval/document', weighting: 'idf' });
+      for (const [i, body] of passages.entries()) {
+        await db.query('insert into passages values ($1, $2, $3, $4)', [i, body, `[${dense.embeddings[i]!.embedding.join(',')}]`, literal(sparse.embeddings[i]!, size)]);
+      }
+      const denseQ = await client.embeddings.create({ model: MODEL, texts: queries.map((q) => q[0]), task: 'retrieval/query' });
+      const sparseQ = await client.embeddings.sparse.create({ model: MODEL, texts: queries.map((q) => q[0]), task: 'retrieval/query' });
+      for (const [i, [question, expected]] of queries.entries()) {
+        const params = [`[${denseQ.embeddings[i]!.embedding.join(',')}]`, literal(sparseQ.embeddings[i]!, size)];
+        const top = async (sql: string, values = params) => (await db.query<{ id: number }>(sql, values)).rows[0]!.id;
+        expect(await top('select id from passages order by dense <#> $1 limit 1', [params[0]!]), `dense: ${question}`).toBe(expected);
+        expect(await top('select id from passages order by terms <#> $1 limit 1', [params[1]!]), `sparse: ${question}`).toBe(expected);
+        const fused = `with d as (select id, row_number() over (order by dense <#> $1) as r from passages),
+          s as (select id, row_number() over (order by terms <#> $2) as r from passages)
+          select d.id from d join s using (id) order by 1.0 / (60 + d.r) + 1.0 / (60 + s.r) desc limit 1`;
+        expect(await top(fused), `fused: ${question}`).toBe(expected);
+      }
+    } finally {
+      await db.close();
+    }
+  }, 120_000);
+});
