@@ -6,7 +6,10 @@ vector becomes
     v = [sqrt(wt)·t/|t| , sqrt(ws)·s/|s| , sqrt(wl)·l/|l|] · M      wt + ws + wl = 1
 
 whose dot products are wt·cos_transformer + ws·cos_static + wl·cos_lexical (M is orthogonal: it
-keeps every dot product). M starts as the identity; model/matryoshka.py then orders it so every
+keeps every dot product). The shares depend on the text's length in word pieces (Shares): --weights
+from 12 pieces up (questions, passages: dev set 0.2/0.2/0.6), --short-weights up to 4 (a heading or
+a defined term, where the held-out split's headings are matched best by the dense parts:
+0.4/0.6/0), linear between; a pair's score then weighs each part by sqrt(w_query · w_document). M starts as the identity; model/matryoshka.py then orders it so every
 listed prefix of the vector is a good vector of its own. The transformer and static parts are the
 folder's own (only rescaled), so nothing is retrained.
 
@@ -93,6 +96,41 @@ def piece_statistics(tok, data_dir, max_tokens, log=print):
     return idf, n, pieces / n
 
 
+class Shares:
+    """The parts' shares of the score (transformer, static, lexical), by the text's length: `short`
+    at `lengths[0]` word pieces or fewer, `long` at `lengths[1]` or more, linear between. A query of
+    a few pieces (a heading, a defined term) carries little term evidence and is matched best by the
+    dense parts (held-out split); a question or passage by the lexical part more (dev set)."""
+
+    def __init__(self, long, short=None, lengths=(4, 12)):
+        self.long = tuple(long)
+        self.short = tuple(short if short is not None else long)
+        self.lengths = tuple(lengths)
+        if not self.lengths[0] < self.lengths[1]:
+            raise SystemExit(f"the short and long lengths must rise, got {self.lengths}")
+
+    def at(self, length):
+        """The shares (rows) for texts of these lengths (counted word pieces)."""
+        t = np.clip((np.asarray(length, dtype=np.float64) - self.lengths[0]) / (self.lengths[1] - self.lengths[0]), 0, 1)[..., None]
+        return (1 - t) * np.asarray(self.short) + t * np.asarray(self.long)
+
+    def record(self):
+        return {"long": list(self.long), "short": list(self.short), "lengths": list(self.lengths)}
+
+    @classmethod
+    def of(cls, record):
+        """From a training.json record: its "shares", or v4's first "weights" (one set, no ramp)."""
+        if "shares" in record:
+            return cls(record["shares"]["long"], record["shares"]["short"], record["shares"]["lengths"])
+        w = record["weights"]
+        return cls((w["transformer"], w["static"], w["lexical"]))
+
+
+def counted_length(ids, weight):
+    """The word pieces a text's shares go by: those with a weight (not special, not [unusedN])."""
+    return float((weight[np.asarray(ids, dtype=np.int64)] != 0).sum())
+
+
 def balanced_buckets(idf, buckets):
     """Pieces sorted by idf (rarest first, ties by id) dealt round-robin into the buckets."""
     order = np.argsort(-idf, kind="stable")
@@ -161,12 +199,14 @@ def strip_lexical(graph_model):
     return True
 
 
-def add_to_graph(graph_model, bucket, weight, avg_len, part_scale, lexical_scale, normalise_dense=False):
-    """Renames the graph's output to dense_hidden and appends the lexical part and the (identity)
-    Matryoshka rotation after it. A hybrid's output is its unit parts per token (rescaled by
-    part_scale), so their mean over the mask is the dense vector; a static model's is its masked
-    token vectors, whose sum is made a unit vector here first. The vector is computed once per
-    text and expanded over its tokens (lexembed mean-pools them)."""
+def add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=False):
+    """Renames the graph's output to dense_hidden and appends the lexical part, the text's shares
+    and the (identity) Matryoshka rotation after it. A hybrid's output is its unit parts per token
+    (each times the square root of the share export_hybrid.py gave it), so their mean over the mask
+    is the dense vector; a static model's is its masked token vectors, whose sum is made a unit
+    vector here first. `parts` (3 × width) maps the three shares' square roots onto the components
+    (undoing export_hybrid.py's); `shares` is a Shares. The vector is computed once per text and
+    expanded over its tokens (lexembed mean-pools them)."""
     from onnx import TensorProto, helper, numpy_helper  # onnx only where a graph is written (tests need numpy alone)
     g = graph_model.graph
     producers = [n for n in g.node if OUTPUT in n.output]
@@ -175,9 +215,15 @@ def add_to_graph(graph_model, bucket, weight, avg_len, part_scale, lexical_scale
     producer = producers[0]
     producer.output[list(producer.output).index(OUTPUT)] = "dense_hidden"
     buckets = int(bucket.max()) + 1
-    width = len(part_scale) + buckets
+    width = parts.shape[1]
     inits = {
-        "lexical.part_scale": part_scale.astype(np.float32),
+        "lexical.parts": parts.astype(np.float32),
+        "lexical.short": np.asarray(shares.short, dtype=np.float32),
+        "lexical.delta": np.asarray(shares.long, dtype=np.float32) - np.asarray(shares.short, dtype=np.float32),
+        "lexical.length0": np.array(shares.lengths[0], dtype=np.float32),
+        "lexical.length_span": np.array(shares.lengths[1] - shares.lengths[0], dtype=np.float32),
+        "lexical.zero": np.array(0.0, dtype=np.float32),
+        "lexical.one": np.array(1.0, dtype=np.float32),
         "lexical.bucket": bucket.astype(np.int64),
         "lexical.weight": weight.astype(np.float32),
         "lexical.counted": (weight != 0).astype(np.float32),
@@ -185,7 +231,6 @@ def add_to_graph(graph_model, bucket, weight, avg_len, part_scale, lexical_scale
         "lexical.k1_plus_1": np.array(K1 + 1, dtype=np.float32),
         "lexical.k1_fixed": np.array(K1 * (1 - B), dtype=np.float32),
         "lexical.k1_per_length": np.array(K1 * B / avg_len, dtype=np.float32),
-        "lexical.scale": np.array(lexical_scale, dtype=np.float32),
         "lexical.eps": np.array(1e-12, dtype=np.float32),
         "lexical.axis_last": np.array([-1], dtype=np.int64),
         "lexical.axis_one": np.array([1], dtype=np.int64),
@@ -206,13 +251,12 @@ def add_to_graph(graph_model, bucket, weight, avg_len, part_scale, lexical_scale
     if normalise_dense:
         g.node.extend([
             *unit_nodes(n, "lexical.dense_sum", "lexical.dense_"),
-            n("Mul", ["lexical.dense_unit", "lexical.part_scale"], ["lexical.dense"]),
+            n("Identity", ["lexical.dense_unit"], ["lexical.dense"]),
         ])
     else:  # each token's row is already its text's unit parts ÷ the mean's norm: the mean is the vector
         g.node.extend([
             n("ReduceSum", ["lexical.mask_row", "lexical.axis_last"], ["lexical.count"], keepdims=1),
-            n("Div", ["lexical.dense_sum", "lexical.count"], ["lexical.dense_mean"]),
-            n("Mul", ["lexical.dense_mean", "lexical.part_scale"], ["lexical.dense"]),
+            n("Div", ["lexical.dense_sum", "lexical.count"], ["lexical.dense"]),
         ])
     g.node.extend([
         # tf of each position's piece: how many of the text's positions hold the same id
@@ -243,8 +287,17 @@ def add_to_graph(graph_model, bucket, weight, avg_len, part_scale, lexical_scale
         n("Unsqueeze", ["lexical.token_weight", "lexical.axis_one"], ["lexical.token_weight3"]),
         n("MatMul", ["lexical.token_weight3", "lexical.onehot"], ["lexical.sums"]),  # B×1×N
         *unit_nodes(n, "lexical.sums", "lexical."),
-        n("Mul", ["lexical.unit", "lexical.scale"], ["lexical.vector"]),
-        n("Concat", ["lexical.dense", "lexical.vector"], ["matryoshka.parts"], axis=-1),  # B×1×W
+        # the text's shares: short + t·(long − short), t = clip((L − length0)/span, 0, 1)
+        n("Sub", ["lexical.length", "lexical.length0"], ["lexical.over"]),
+        n("Div", ["lexical.over", "lexical.length_span"], ["lexical.ramp"]),
+        n("Clip", ["lexical.ramp", "lexical.zero", "lexical.one"], ["lexical.t"]),  # B×1
+        n("Mul", ["lexical.t", "lexical.delta"], ["lexical.shift"]),  # B×3
+        n("Add", ["lexical.short", "lexical.shift"], ["lexical.shares"]),
+        n("Sqrt", ["lexical.shares"], ["lexical.roots"]),
+        n("Unsqueeze", ["lexical.roots", "lexical.axis_one"], ["lexical.roots3"]),  # B×1×3
+        n("MatMul", ["lexical.roots3", "lexical.parts"], ["lexical.scales"]),  # B×1×W
+        n("Concat", ["lexical.dense", "lexical.unit"], ["lexical.joined"], axis=-1),  # B×1×W
+        n("Mul", ["lexical.joined", "lexical.scales"], ["matryoshka.parts"]),
         n("MatMul", ["matryoshka.parts", "matryoshka.rotation"], ["matryoshka.vector"]),
         n("Shape", ["input_ids"], ["lexical.ids_shape"]),
         n("Concat", ["lexical.ids_shape", "lexical.width"], ["lexical.tokens_shape"], axis=0),
@@ -300,6 +353,9 @@ def main():
     p.add_argument("--data", required=True, help="the legal-pairs folder (idf from its training split)")
     p.add_argument("--buckets", type=int, default=1152, help="width of the lexical part (default 1152)")
     p.add_argument("--weights", help="shares transformer,static,lexical (default: hybrid 0.2,0.2,0.6; static 0,0.3,0.7)")
+    p.add_argument("--short-weights", help="shares for texts of at most the short length (default: hybrid 0.4,0.6,0; static 0,1,0)")
+    p.add_argument("--short-lengths", default="4,12", help="word pieces 'short,long': the short shares up to the first, --weights from the second, "
+                   "linear between (default 4,12)")
     p.add_argument("--replace", action="store_true", help="strip a lexical part an earlier run added first")
     p.add_argument("--strip", action="store_true", help="only strip the lexical part (and Matryoshka rotation): the dense folder again, "
                    "e.g. before model/rebuild_hybrid.py swaps its static table")
@@ -335,6 +391,7 @@ def main():
         width -= record.pop("lexical")["buckets"]
         record.pop("matryoshka", None)
         record.pop("weights", None)
+        record.pop("shares", None)
         config["hidden_size"] = width
         write_json("config.json", config)
         settings["dimensions"] = {"default": width, "max": width}
@@ -351,21 +408,34 @@ def main():
         width -= record["lexical"]["buckets"]
         record.pop("lexical")
         record.pop("matryoshka", None)
+        record.pop("shares", None)
     wt, ws, wl = parse_weights(args.weights or ("0,0.3,0.7" if static else "0.2,0.2,0.6"))
-    if static and wt:
-        raise SystemExit(f"{args.folder} is a static model (no transformer part): --weights must start with 0, e.g. 0,0.3,0.7")
+    short = parse_weights(args.short_weights or ("0,1,0" if static else "0.4,0.6,0"))
+    for name, (first, *_) in (("--weights", (wt, ws, wl)), ("--short-weights", short)):
+        if static and first:
+            raise SystemExit(f"{args.folder} is a static model (no transformer part): {name} must start with 0, e.g. 0,0.3,0.7")
+    try:
+        lengths = tuple(int(x) for x in args.short_lengths.split(","))
+    except ValueError:
+        raise SystemExit(f"--short-lengths wants two piece counts 'short,long' (e.g. 4,12), got {args.short_lengths!r}")
+    shares = Shares((wt, ws, wl), short, lengths)
+    buckets = args.buckets
+    # parts: each share's square root onto its components, undoing the share the dense graph applied
+    parts = np.zeros((3, width + buckets))
     if static:
-        split, part_scale = 0, np.full(width, math.sqrt(ws))
+        parts[1, :width] = 1.0  # the static sum is made a unit vector in the graph
     else:
         old_w, split = record["weight"], record["transformer_dims"]
-        part_scale = np.concatenate([np.full(split, math.sqrt(wt / old_w)), np.full(width - split, math.sqrt(ws / (1 - old_w)))])
+        parts[0, :split] = 1 / math.sqrt(old_w)
+        parts[1, split:width] = 1 / math.sqrt(1 - old_w)
+    parts[2, width:] = 1.0
     tok = load_tokenizer(args.folder)
     max_tokens = settings["max_input_tokens"]
     idf, texts, avg_len = piece_statistics(tok, args.data, max_tokens)
     bucket = balanced_buckets(idf, args.buckets)
     weight = signed_weights(idf, args.seed)
 
-    add_to_graph(graph_model, bucket, weight, avg_len, part_scale, math.sqrt(wl), normalise_dense=static)
+    add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=static)
     onnx.checker.check_model(graph_model)
     onnx.save(graph_model, graph_path)
 
@@ -380,14 +450,17 @@ def main():
     parts = ("Static legal embedding model trained by lexembed (model/train_static.py)" if static else
              "Hybrid legal embedding model trained by lexembed: a 4-layer transformer (model/train_transformer.py), "
              "the static model (model/train_static.py)")
-    shares = f"{ws}/{wl}" if static else f"{wt}/{ws}/{wl}"
+    described = f"{ws}/{wl}" if static else f"{wt}/{ws}/{wl}"
+    shorter = "/".join(str(x) for x in (short[1:] if static else short))
     settings["description"] = (f"{parts} and a lexical part of {args.buckets} BM25-weighted word-piece buckets "
-                               f"(model/add_lexical.py), {shares} of the score (chosen on the dev set of legal questions).")
+                               f"(model/add_lexical.py), {described} of the score ({shorter} for texts of at most {lengths[0]} "
+                               f"word pieces, rising to it at {lengths[1]}; chosen on the dev set of legal questions and the held-out split).")
     # The same table and rule, unhashed, for sparse vectors (POST /v1/embeddings/sparse, src/embedder/sparse.ts)
     settings["sparse"] = {"recipe": RECIPE, "k1": K1, "b": B, "avg_len": avg_len,
                           "idf": base64.b64encode(idf.astype("<f4").tobytes()).decode("ascii")}
     write_json("lexembed.json", settings)
     record["weights"] = {"transformer": wt, "static": ws, "lexical": wl}
+    record["shares"] = shares.record()
     record["lexical"] = {"recipe": RECIPE, "buckets": args.buckets, "k1": K1, "b": B, "idf_power": IDF_POWER,
                          "avg_len": round(avg_len, 3), "assignment": "idf rank modulo buckets, random signs",
                          "seed": args.seed, "idf_texts": texts,

@@ -88,12 +88,13 @@ def static_embed_fn(folder, max_tokens=None):
     lexical = load_lexical(folder)
     if lexical is None:
         return lambda texts, dims=None: embed(table, tok, texts, max_tokens, dims)
-    from add_lexical import lexical_part
-    bucket, weight, avg_len, rotation, ws, wl = lexical
+    from add_lexical import counted_length, lexical_part
+    bucket, weight, avg_len, rotation, shares = lexical
 
     def run(texts, dims=None):
         ids = [encode_capped(tok, t, max_tokens) for t in texts]
-        out = np.concatenate([np.sqrt(ws) * embed(table, tok, texts, max_tokens), np.sqrt(wl) * lexical_part(ids, bucket, weight, avg_len)], axis=1)
+        w = shares.at([counted_length(i, weight) for i in ids])
+        out = np.concatenate([np.sqrt(w[:, 1:2]) * embed(table, tok, texts, max_tokens), np.sqrt(w[:, 2:3]) * lexical_part(ids, bucket, weight, avg_len)], axis=1)
         out = out @ rotation
         out = out[:, :dims] if dims else out
         return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
@@ -101,8 +102,8 @@ def static_embed_fn(folder, max_tokens=None):
 
 
 def load_lexical(folder):
-    """(bucket, weight, avg_len, rotation, static share, lexical share) of a static folder's
-    lexical part (model/add_lexical.py), or None."""
+    """(bucket, weight, avg_len, rotation, Shares) of a static folder's lexical part
+    (model/add_lexical.py), or None."""
     path = f"{folder}/training.json"
     if not os.path.exists(path):
         return None
@@ -110,10 +111,9 @@ def load_lexical(folder):
         training = json.load(f)
     if "lexical" not in training:
         return None
-    from add_lexical import read_tables
+    from add_lexical import Shares, read_tables
     rotation = next(t for t in onnx.load(f"{folder}/onnx/model.onnx").graph.initializer if t.name == "matryoshka.rotation")
-    return (*read_tables(folder), numpy_helper.to_array(rotation).astype(np.float64),
-            training["weights"]["static"], training["weights"]["lexical"])
+    return (*read_tables(folder), numpy_helper.to_array(rotation).astype(np.float64), Shares.of(training))
 
 
 def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):

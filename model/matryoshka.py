@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from add_lexical import lexical_part, read_sparse_table, read_tables, sparse_vector
+from add_lexical import Shares, counted_length, lexical_part, read_sparse_table, read_tables, sparse_vector
 from legal_data import encode_capped, split_pairs
 
 PREFIXES = (32, 64, 128, 256, 512, 1024)
@@ -222,7 +222,8 @@ def main():
 
 def write_parity(path, folder, settings, m, load_tokenizer, onnx_embed_fn):
     """The fixture's vectors from the recipe: the graph's dense parts (un-rotated), the lexical part
-    from numpy, the two concatenated and turned by M."""
+    from numpy at the share its text's length gives (add_lexical.Shares), the two concatenated and
+    turned by M."""
     from parity_fixture import write_fixture
     with open(path, encoding="utf-8") as f:
         fixture = json.load(f)
@@ -236,7 +237,8 @@ def write_parity(path, folder, settings, m, load_tokenizer, onnx_embed_fn):
     record = record.get("hybrid", record)
     served = onnx_embed_fn(folder)(texts).astype(np.float64) @ m.T
     buckets = record["lexical"]["buckets"]
-    lexical = lexical_part(ids, bucket, weight, avg_len) * math.sqrt(record["weights"]["lexical"])
+    shares = Shares.of(record).at([counted_length(i, weight) for i in ids])
+    lexical = lexical_part(ids, bucket, weight, avg_len) * np.sqrt(shares[:, 2:3])
     vectors = np.concatenate([served[:, :-buckets], lexical], axis=1) @ m
     idf, sparse_avg_len = read_sparse_table(settings)
 

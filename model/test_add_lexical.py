@@ -8,7 +8,7 @@ import unittest
 
 import numpy as np
 
-from add_lexical import B, K1, balanced_buckets, lexical_part, parse_weights, signed_weights
+from add_lexical import B, K1, Shares, balanced_buckets, counted_length, lexical_part, parse_weights, signed_weights
 
 
 def saturated(tf, length, avg_len):
@@ -60,6 +60,15 @@ class LexicalRecipe(unittest.TestCase):
 
     def test_a_text_of_weightless_pieces_gives_a_zero_part(self):
         self.assertFalse(lexical_part([[0, 1, 1]], self.bucket, self.weight, 2.0).any())
+
+    def test_shares_ramp_from_short_to_long_texts_by_counted_pieces(self):
+        shares = Shares((0.2, 0.2, 0.6), (0.4, 0.6, 0.0), (4, 12))
+        np.testing.assert_allclose(shares.at([0, 4, 8, 12, 40]), [[0.4, 0.6, 0.0], [0.4, 0.6, 0.0], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6], [0.2, 0.2, 0.6]])
+        self.assertEqual(counted_length([0, 5, 5, 1, 7], self.weight), 3.0)  # the special pieces 0 and 1 do not count
+        self.assertEqual(Shares.of({"shares": shares.record()}).at([8]).tolist(), shares.at([8]).tolist())
+        self.assertEqual(Shares.of({"weights": {"transformer": 0.25, "static": 0.55, "lexical": 0.2}}).at([1]).tolist(), [[0.25, 0.55, 0.2]])
+        with self.assertRaises(SystemExit):
+            Shares((0.2, 0.2, 0.6), lengths=(12, 4))
 
     def test_weights_must_be_three_shares_summing_to_one(self):
         self.assertEqual(parse_weights("0.2,0.2,0.6"), (0.2, 0.2, 0.6))

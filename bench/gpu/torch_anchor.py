@@ -107,14 +107,15 @@ def bert_state_dict(model_path):
     return state, other_tables, lexical_part(consts)
 
 
-LEXICAL = ("bucket", "weight", "counted", "k1_plus_1", "k1_fixed", "k1_per_length", "scale", "eps", "part_scale")
+LEXICAL = ("bucket", "weight", "counted", "k1_plus_1", "k1_fixed", "k1_per_length", "eps", "parts", "short", "delta", "length0", "length_span")
 
 
 def lexical_part(consts):
     """The v4 lexical part (model/add_lexical.py) and the Matryoshka rotation after it
     (model/matryoshka.py), or None: each piece's signed idf^½ times BM25's saturation of its term
-    frequency summed into its bucket, unit-normalised and scaled, beside the dense parts scaled by
-    part_scale, the whole turned by the rotation."""
+    frequency summed into its bucket, unit-normalised, beside the dense parts, each part scaled by
+    the square root of its share at the text's length (short + t·delta), the whole turned by the
+    rotation."""
     if not all(f"lexical.{k}" in consts for k in LEXICAL) or "matryoshka.rotation" not in consts:
         return None
     return {**{k: consts[f"lexical.{k}"] for k in LEXICAL}, "rotation": consts["matryoshka.rotation"]}
@@ -136,13 +137,16 @@ class Anchor(torch.nn.Module):
             self.register_buffer("lex_weight", torch.from_numpy(lexical["weight"].astype(np.float32)))
             self.register_buffer("lex_counted", torch.from_numpy(lexical["counted"].astype(np.float32)))
             self.register_buffer("lex_rotation", torch.from_numpy(lexical["rotation"].astype(np.float32)))
-            self.register_buffer("lex_part_scale", torch.from_numpy(lexical["part_scale"].astype(np.float32)))
+            self.register_buffer("lex_parts", torch.from_numpy(lexical["parts"].astype(np.float32)))
+            self.register_buffer("lex_short", torch.from_numpy(lexical["short"].astype(np.float32)))
+            self.register_buffer("lex_delta", torch.from_numpy(lexical["delta"].astype(np.float32)))
             self.lex_buckets = int(lexical["bucket"].max()) + 1
             self.lex_k1_plus_1, self.lex_k1_fixed = float(lexical["k1_plus_1"]), float(lexical["k1_fixed"])
-            self.lex_k1_per_length = float(lexical["k1_per_length"])
-            self.lex_scale, self.lex_eps = float(lexical["scale"]), float(lexical["eps"])
+            self.lex_k1_per_length, self.lex_eps = float(lexical["k1_per_length"]), float(lexical["eps"])
+            self.lex_length0, self.lex_span = float(lexical["length0"]), float(lexical["length_span"])
 
     def lexical_vector(self, input_ids, attention_mask):
+        """(the unit lexical part, each text's counted pieces)."""
         mask = attention_mask.float()
         length = (self.lex_counted[input_ids] * mask).sum(1, keepdim=True)
         tf = ((input_ids[:, :, None] == input_ids[:, None, :]).float() * mask[:, None, :]).sum(-1)
@@ -150,8 +154,7 @@ class Anchor(torch.nn.Module):
         weights = self.lex_weight[input_ids] * mask * share
         sums = torch.zeros((input_ids.shape[0], self.lex_buckets), device=input_ids.device)
         sums.scatter_add_(1, self.lex_bucket[input_ids], weights)
-        unit = sums / sums.norm(dim=-1, keepdim=True).clamp_min(self.lex_eps)
-        return unit * self.lex_scale
+        return sums / sums.norm(dim=-1, keepdim=True).clamp_min(self.lex_eps), length
 
     def forward(self, input_ids, attention_mask):
         m = attention_mask.unsqueeze(-1).float()
@@ -164,7 +167,10 @@ class Anchor(torch.nn.Module):
             parts.append(self.b * unit_mean(self.static(input_ids)))
         joined = torch.cat(parts, dim=-1)
         if self.lexical:
-            joined = torch.cat([joined * self.lex_part_scale, self.lexical_vector(input_ids, attention_mask)], dim=-1) @ self.lex_rotation
+            unit, length = self.lexical_vector(input_ids, attention_mask)
+            t = ((length - self.lex_length0) / self.lex_span).clamp(0, 1)
+            scales = (self.lex_short + t * self.lex_delta).sqrt() @ self.lex_parts
+            joined = (torch.cat([joined, unit], dim=-1) * scales) @ self.lex_rotation
         return torch.nn.functional.normalize(joined, dim=-1)
 
 
