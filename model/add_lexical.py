@@ -395,6 +395,7 @@ def main():
         config["hidden_size"] = width
         write_json("config.json", config)
         settings["dimensions"] = {"default": width, "max": width}
+        settings["pooling"] = "mean"
         settings.pop("sparse", None)
         write_json("lexembed.json", settings)
         write_json("training.json", training)
@@ -442,6 +443,9 @@ def main():
     config["hidden_size"] = width + args.buckets
     write_json("config.json", config)
     settings["dimensions"]["default"] = settings["dimensions"]["max"] = config["hidden_size"]
+    # Every token's row is the text's vector (computed once, expanded): the first row is the mean,
+    # and reading one row costs the server less than averaging all of them.
+    settings["pooling"] = "cls"
     settings["dimensions"].pop("matryoshka", None)  # model/matryoshka.py lists the prefixes it orders
     base = settings.get("id", settings["name"])
     for suffix in ("-lexical2", "-lexical"):

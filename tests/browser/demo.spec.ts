@@ -98,7 +98,7 @@ test('the in-page client gives the Node server\'s vectors and the same typed err
   });
   const bad = await create(page, { model: 'legal-2-embedder', texts: ['ok', '  '] });
   expect(bad).toMatchObject({ type: 'error', name: 'BadRequestError', status: 400, title: 'Validation error', detail: 'texts[1] must contain at least one non-whitespace character', errorType: '/docs/api-reference/errors#400-validation-error' });
-  const dims = await create(page, { model: 'legal-2-embedder', texts: 'x', dimensions: 1025 }); // one above the model's 1024
+  const dims = await create(page, { model: 'legal-2-embedder', texts: 'x', dimensions: 1793 }); // one above the model's 1792
   expect(dims).toMatchObject({ name: 'BadRequestError', title: 'Unsupported embedding dimension error' });
 });
 

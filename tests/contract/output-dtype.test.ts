@@ -43,12 +43,15 @@ describe('on the bundled models, int8 keeps cosine ≥ 0.99 to the float vector 
     for (const model of models) {
       const r = await model.embed({ texts: TEXTS, task: null, overflowStrategy: 'drop_end', dimensions: null });
       if (!r.ok) throw new Error('embed failed');
-      for (const d of [32, 64, 128, 256, model.maxDimensions]) {
+      for (const d of [32, 64, 128, 256, 512, 1024, model.maxDimensions]) {
         const worst = Math.min(...r.value.vectors.map((full) => {
           const v = truncateAndNormalize(full, d);
           return cosine(v, quantizeVector(v, 'int8'));
         }));
-        expect(worst, `${model.settings.id} at ${d} dimensions`).toBeGreaterThanOrEqual(d >= 256 ? 0.999 : 0.99);
+        // A text of a few word pieces on the static model is its static part alone, whose energy the
+        // Matryoshka order puts in the first components: at 1,024 and more int8's fixed scale clips them a little.
+        const floor = d < 256 ? 0.99 : d >= 1024 && model.settings.id?.includes('static') ? 0.995 : 0.999;
+        expect(worst, `${model.settings.id} at ${d} dimensions`).toBeGreaterThanOrEqual(floor);
       }
     }
   });

@@ -30,7 +30,7 @@ describe('the openai client', () => {
   it('embeddings.create with its default (it asks for base64 and decodes it) gives the spec route vectors', async () => {
     const res = await client().embeddings.create({ model: MODEL, input: STATUTES });
     expect(res.data).toHaveLength(4);
-    expect(res.data[0]!.embedding).toHaveLength(768);
+    expect(res.data[0]!.embedding).toHaveLength(1536);
     const expected = await specVectors(STATUTES);
     res.data.forEach((d, i) => expect(cosine(d.embedding, expected[i]!)).toBeGreaterThanOrEqual(0.999999));
     expect(res.usage.prompt_tokens).toBeGreaterThan(40);

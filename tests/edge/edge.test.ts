@@ -137,7 +137,7 @@ describe('npm run edge:dev (the documented local run)', () => {
       });
       const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice of termination'] }) });
       expect(res.status, await res.clone().text()).toBe(200);
-      expect((await res.json()).embeddings[0].embedding).toHaveLength(768);
+      expect((await res.json()).embeddings[0].embedding).toHaveLength(1536);
     } finally {
       child.kill('SIGTERM');
     }

@@ -7,8 +7,8 @@ import { BUNDLED_MODEL_DIR, loadModelFolder } from '../../src/node/runtime/load-
 import type { Embedder } from '../../src/embedder/types.ts';
 
 const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
-  layout: { transformer: number; static: number; lexical: number };
-  cases: { text: string; ids: number[]; vector_head: number[]; static_tail: number[]; vector_tail: number[] }[];
+  layout: { transformer: number; static: number; lexical: number; matryoshka: number[] };
+  cases: { text: string; ids: number[]; vector_head: number[]; vector_tail: number[] }[];
 };
 
 let embedder: Embedder;
@@ -23,9 +23,9 @@ const embed = async (texts: string[], extra: { task?: 'retrieval/query' | 'retri
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
 
 describe('bundled legal-2-embedder', () => {
-  it('is a 1024-dimension model (256 transformer + 384 static + 384 lexical) with 512 max input tokens', () => {
-    expect(parity.layout).toEqual({ transformer: 256, static: 384, lexical: 384 });
-    expect(embedder.settings.dimensions).toMatchObject({ default: 1024, max: 1024, matryoshka: [32, 64, 128, 256] });
+  it('is a 1792-dimension model (256 transformer + 384 static + 1152 lexical, Matryoshka-ordered) with 512 max input tokens', () => {
+    expect(parity.layout).toEqual({ transformer: 256, static: 384, lexical: 1152, matryoshka: [32, 64, 128, 256, 512, 1024] });
+    expect(embedder.settings.dimensions).toEqual({ default: 1792, max: 1792, matryoshka: [32, 64, 128, 256, 512, 1024] });
     expect(embedder.settings.max_input_tokens).toBe(512);
   });
 
@@ -38,12 +38,11 @@ describe('bundled legal-2-embedder', () => {
 
   it('gives the vectors the training recipe computes', async () => {
     const { vectors } = await embed(parity.cases.map((c) => c.text));
-    const { transformer, static: staticWidth } = parity.layout;
     parity.cases.forEach((c, i) => {
       const v = vectors[i]!;
-      c.vector_head.forEach((x, k) => expect(v[k], c.text).toBeCloseTo(x, 4)); // transformer part
-      c.static_tail.forEach((x, k) => expect(v[transformer + staticWidth - 8 + k], c.text).toBeCloseTo(x, 4)); // static part
-      // The lexical part is rotated: every bucket feeds every component, so its last 8 check them all.
+      // The Matryoshka rotation mixes every part into every component: the first 16 and the last 8
+      // check the transformer, static and lexical parts at once.
+      c.vector_head.forEach((x, k) => expect(v[k], c.text).toBeCloseTo(x, 4));
       c.vector_tail.forEach((x, k) => expect(v[v.length - 8 + k], c.text).toBeCloseTo(x, 4));
     });
   });

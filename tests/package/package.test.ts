@@ -164,14 +164,14 @@ describe('installed from the tarballs', () => {
     });
     expect(r.status).toBe(200);
     const body = (await r.json()) as { embeddings: { embedding: number[] }[] };
-    expect(body.embeddings[0]!.embedding.length).toBe(1024);
+    expect(body.embeddings[0]!.embedding.length).toBe(1792);
   });
 
   it('a plain .mjs Node script imports lexembed/client and lexembed/contract and calls the server', async () => {
     writeFileSync(join(projects.client, 'client.mjs'), `
 import { Lexembed, AuthenticationError } from 'lexembed/client';
 import { validateEmbeddingRequest, DEFAULT_MODEL_NAME } from 'lexembed/contract';
-const check = validateEmbeddingRequest({ model: DEFAULT_MODEL_NAME, texts: ['Lease'] }, { modelName: DEFAULT_MODEL_NAME, maxDimensions: 1024, tasks: ['retrieval/query', 'retrieval/document'] });
+const check = validateEmbeddingRequest({ model: DEFAULT_MODEL_NAME, texts: ['Lease'] }, { modelName: DEFAULT_MODEL_NAME, maxDimensions: 1792, tasks: ['retrieval/query', 'retrieval/document'] });
 const client = new Lexembed({ baseURL: process.env.BASE_URL });
 const { embeddings, usage } = await client.embeddings.create({ model: DEFAULT_MODEL_NAME, texts: ['Termination of lease', 'Security deposit'] });
 let rejected = '';
@@ -181,7 +181,7 @@ console.log(JSON.stringify({ valid: check.ok, count: embeddings.length, dims: em
 `);
     const { stdout } = await run(process.execPath, ['client.mjs'], { cwd: projects.client, env: { ...process.env, BASE_URL: `${serverUrl}/v1`, LEXEMBED_API_KEY: apiKey } });
     const out = JSON.parse(stdout) as { valid: boolean; count: number; dims: number; tokens: number; rejected: string };
-    expect(out).toMatchObject({ valid: true, count: 2, dims: 1024, rejected: 'AuthenticationError 401' });
+    expect(out).toMatchObject({ valid: true, count: 2, dims: 1792, rejected: 'AuthenticationError 401' });
     expect(out.tokens).toBeGreaterThan(4);
   });
 
@@ -197,7 +197,7 @@ const { embeddings } = await createLexembed({ clientOptions }).embeddingModel().
 console.log(JSON.stringify({ query: query.length, documents: embeddings.map((e) => e.length) }));
 `);
     const { stdout } = await run(process.execPath, ['adapters.mjs'], { cwd: dir, env: { ...process.env, BASE_URL: `${serverUrl}/v1`, LEXEMBED_API_KEY: apiKey } });
-    expect(JSON.parse(stdout)).toEqual({ query: 1024, documents: [1024, 1024] });
+    expect(JSON.parse(stdout)).toEqual({ query: 1792, documents: [1792, 1792] });
     writeFileSync(join(dir, 'consumer.ts'), `
 import { LexembedEmbeddings } from 'lexembed/langchain';
 import { createLexembed, type LexembedProvider } from 'lexembed/ai-sdk';
@@ -314,7 +314,7 @@ export default createEdgeHandler({ wasmModule });
       });
       const body = (await res.json()) as { embeddings: { embedding: number[] }[] };
       expect(res.status, JSON.stringify(body)).toBe(200);
-      expect(body.embeddings[0]!.embedding).toHaveLength(768);
+      expect(body.embeddings[0]!.embedding).toHaveLength(1536);
     } finally {
       await mf.dispose();
     }

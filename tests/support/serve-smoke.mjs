@@ -19,7 +19,7 @@ test(`lexembed serve on Node ${process.version} answers /v1/embeddings`, async (
     });
     const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Lease'] }) });
     assert.equal(res.status, 200);
-    assert.equal((await res.json()).embeddings[0].embedding.length, 768);
+    assert.equal((await res.json()).embeddings[0].embedding.length, 1536);
   } finally {
     child.kill('SIGTERM');
   }
