@@ -9,7 +9,7 @@ describe('--help and usage errors', () => {
       const help = await runCli([command, '--help']);
       expect(help.code, command).toBe(0);
       expect(help.stdout, command).not.toMatch(/\(none\)/);
-      for (const block of help.stdout.split(/\n(?=  --)/)) expect(block.match(/\(default\b|; default\b/g)?.length ?? 0, `${command}: ${block}`).toBeLessThanOrEqual(1);
+      for (const block of help.stdout.split(/\n(?= {2}--)/)) expect(block.match(/\(default\b|; default\b/g)?.length ?? 0, `${command}: ${block}`).toBeLessThanOrEqual(1);
     }
     const serve = (await runCli(['serve', '--help'])).stdout;
     expect(serve).toMatch(/--host <value> +address to bind \(default 127\.0\.0\.1; 0\.0\.0\.0, all interfaces, in proxy mode\)\n +\(env LEXEMBED_HOST or HOST\)\n/);
