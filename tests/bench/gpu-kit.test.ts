@@ -74,7 +74,7 @@ describe('GPU benchmark kit', () => {
     const model = results.models['legal-2-embedder-static'];
     expect(model.devices.webgpu.backend).toMatch(/webgpu on .*llvmpipe/);
     // fp16 where run.sh could write the graph (a python3 with onnx on PATH), fp32 otherwise; the budget measured at load.
-    expect(model.devices.webgpu.reason).toMatch(/onnxruntime-node's WebGPU provider\); dtype fp(16|32) .*; mean pooling on the GPU; .*max batch tokens \d+ \(auto, measured at 128 tokens a text: 1024: \d+ ms/);
+    expect(model.devices.webgpu.reason).toMatch(/onnxruntime-node's WebGPU provider\); dtype fp(16|32) .*; (mean|cls) pooling on the GPU; .*max batch tokens \d+ \(auto, measured at 128 tokens a text: 1024: \d+ ms/);
     expect(model.devices.cpu.backend).toMatch(/cpu/);
     expect(model.parity.min_cosine).toBeGreaterThanOrEqual(0.999);
     expect(model.rows[0]).toMatchObject({ workload: 'short' });
