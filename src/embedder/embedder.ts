@@ -54,7 +54,7 @@ export function createEmbedder(
       (globalThis as { gc?: () => void }).gc?.();
     },
     async embed(input: EmbedInput, options: EmbedOptions = {}): Promise<Result<EmbedOutput>> {
-      const prompt = input.task ? settings.prompts[input.task] ?? '' : '';
+      const prompt = promptFor(settings, input.task);
       const estimate = input.texts.reduce((n, text) => n + Math.min(maxTokens, estimateTokens(prompt.length + text.length)), 0);
       return core.admitted(estimate, (reservation) => embedAdmitted(core, input, prompt, reservation, options));
     },
@@ -66,8 +66,7 @@ export function createEmbedder(
     tokenize: (texts, options) => tokenizeTexts(core, texts, options),
     reranker,
     rerank: reranking && reranker ? createRerank(core, reranker, reranking.weights) : undefined,
-    sparse: sparseTable && ((input, options = {}) => sparseOf(core, sparseTable, input, options)),
-    vocabularySize: sparseTable?.idf.length,
+    sparse: sparseTable && { vocabularySize: sparseTable.idf.length, embed: (input, options = {}) => sparseOf(core, sparseTable, input, options) },
     dispose: () => backend.dispose(),
   };
 }
@@ -112,6 +111,11 @@ function createCore(settings: ModelSettings, backend: EmbeddingBackend, schedule
   };
 }
 
+/** The text put before a text of this task (none without a task or a prompt). */
+function promptFor(settings: ModelSettings, task: Task | null): string {
+  return task ? settings.prompts[task] ?? '' : '';
+}
+
 /** Tokenises, checks and truncates the texts, charges their tokens, and embeds them. */
 async function embedAdmitted(core: EmbedderCore, input: EmbedInput, prompt: string, reservation: Reservation, options: EmbedOptions): Promise<Result<EmbedOutput>> {
   const encoded = await encodeForModel(core, input, prompt, options);
@@ -125,7 +129,7 @@ async function embedAdmitted(core: EmbedderCore, input: EmbedInput, prompt: stri
 
 /** Sparse vectors: the texts read as embed reads them, charged alike, weighed without the model. */
 async function sparseOf(core: EmbedderCore, table: SparseTable, input: SparseInput, options: EmbedOptions): Promise<Result<SparseOutput>> {
-  const prompt = input.task ? core.settings.prompts[input.task] ?? '' : '';
+  const prompt = promptFor(core.settings, input.task);
   const encoded = await encodeForModel(core, input, prompt, options);
   if (!encoded.ok) return encoded;
   const { sequences, inputTokens, truncatedTexts } = encoded.value;
@@ -176,7 +180,7 @@ async function encodeForModel(
 /** Token counts (and offsets) slice by slice, yielding between slices: a long text must not stall the event loop. */
 async function tokenizeTexts(core: EmbedderCore, texts: readonly string[], { task, offsets }: { task: Task | null; offsets: boolean }): Promise<TokenizeResponse['results']> {
   const { backend, settings } = core;
-  const prompt = task ? settings.prompts[task] ?? '' : '';
+  const prompt = promptFor(settings, task);
   const encode = (text: string) => backend.encode(text);
   const tokenize = backend.tokenize ? (t: string) => backend.tokenize!(t) : (t: string) => backend.encode(t).slice(1, -1).map(String);
   const pause = pauser();

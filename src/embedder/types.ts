@@ -69,6 +69,12 @@ export interface SparseOutput {
   readonly truncatedTexts?: number;
 }
 
+export interface SparseEmbedder {
+  /** Indices lie below this. */
+  readonly vocabularySize: number;
+  embed(input: SparseInput, options?: EmbedOptions): Promise<Result<SparseOutput>>;
+}
+
 export interface Embedder extends ModelCapabilities {
   readonly settings: ModelSettings;
   /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
@@ -91,9 +97,7 @@ export interface Embedder extends ModelCapabilities {
   /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
   rerank?(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
   /** Sparse vectors over the word-piece vocabulary, when the model folder carries the lexical table (lexembed.json "sparse"); no model run. */
-  sparse?(input: SparseInput, options?: EmbedOptions): Promise<Result<SparseOutput>>;
-  /** Indices of sparse vectors lie below this (with `sparse`). */
-  readonly vocabularySize?: number;
+  readonly sparse?: SparseEmbedder;
   /**
    * A 503 when the queue has no room for a request of `bodyBytes` bytes (estimated from its size;
    * with `maxTexts`, at most that many texts of the model's maximum length), so a full server

@@ -4,18 +4,19 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { answer, type Outcome } from './outcome.ts';
 
 export async function createSparseEmbeddings(request: unknown, embedder: Embedder, options: EmbedOptions = {}): Promise<Outcome<SparseResponse>> {
-  if (!embedder.sparse || !embedder.vocabularySize) return { ok: false, problem: sparseNotServed(embedder) };
+  const sparse = embedder.sparse;
+  if (!sparse) return { ok: false, problem: sparseNotServed(embedder) };
   const parsed = validateSparseRequest(request, embedder);
   if (!parsed.ok) return parsed;
   const { texts, task, overflow_strategy, weighting } = parsed.value;
-  const result = await embedder.sparse({ texts, task, overflowStrategy: overflow_strategy, weighting }, options);
+  const result = await sparse.embed({ texts, task, overflowStrategy: overflow_strategy, weighting }, options);
   if (!result.ok) return result;
   const tokens = result.value.inputTokens;
   return answer(
     {
       // values are float32 (Math.fround): written as the shortest decimals that read back to them
       embeddings: result.value.vectors.map((v, index) => ({ index, indices: v.indices, values: finiteNumbersOf(v.values) })),
-      vocabulary_size: embedder.vocabularySize,
+      vocabulary_size: sparse.vocabularySize,
       weighting,
       usage: { input_tokens: tokens },
     },

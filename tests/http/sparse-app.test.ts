@@ -38,7 +38,7 @@ describe('POST /v1/embeddings/sparse', () => {
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(body.weighting).toBe('tf');
-    expect(body.vocabulary_size).toBe(embedder.vocabularySize);
+    expect(body.vocabulary_size).toBe(embedder.sparse!.vocabularySize);
     parity.cases.forEach((c, i) => {
       expect(body.embeddings[i].index).toBe(i);
       expect(body.embeddings[i].indices, c.text).toEqual(c.sparse.indices);
@@ -119,7 +119,7 @@ describe('hybrid search in pgvector (PGlite): a vector column and a sparsevec co
     try {
       const client = new Lexembed({ apiKey: null, baseURL: `${server.url}/v1` });
       const dims = embedder.settings.dimensions.default;
-      const size = embedder.vocabularySize!;
+      const size = embedder.sparse!.vocabularySize;
       await db.exec(`create extension if not exists vector; create table passages (id int primary key, body text, dense vector(${dims}), terms sparsevec(${size}))`);
       const dense = await client.embeddings.create({ model: MODEL, texts: passages, task: 'retrieval/document' });
       // pgvector takes plain dot products: the documents carry the model's idf, the queries their saturated tf
