@@ -334,16 +334,17 @@ def parse_weights(text):
 
 
 def read_tables(folder):
-    """(bucket, weight, avg_len) of a folder's v2 lexical part, read from its graph, or None."""
+    """(bucket, weight, avg_len, rotation) of a folder's v2 lexical part and Matryoshka rotation,
+    read from its graph (loaded once), or None."""
     import onnx
     from onnx import numpy_helper
-    init = {t.name: t for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
-            if t.name in ("lexical.bucket", "lexical.weight", "lexical.k1_per_length")}
-    if len(init) < 3:
+    names = ("lexical.bucket", "lexical.weight", "lexical.k1_per_length", "matryoshka.rotation")
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
+            if t.name in names}
+    if len(init) < len(names):
         return None
-    per_length = float(numpy_helper.to_array(init["lexical.k1_per_length"]))
-    return (numpy_helper.to_array(init["lexical.bucket"]), numpy_helper.to_array(init["lexical.weight"]),
-            K1 * B / per_length)
+    return (init["lexical.bucket"], init["lexical.weight"], K1 * B / float(init["lexical.k1_per_length"]),
+            init["matryoshka.rotation"].astype(np.float64))
 
 
 def main():

@@ -112,8 +112,7 @@ def load_lexical(folder):
     if "lexical" not in training:
         return None
     from add_lexical import Shares, read_tables
-    rotation = next(t for t in onnx.load(f"{folder}/onnx/model.onnx").graph.initializer if t.name == "matryoshka.rotation")
-    return (*read_tables(folder), numpy_helper.to_array(rotation).astype(np.float64), Shares.of(training))
+    return (*read_tables(folder), Shares.of(training))
 
 
 def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):

@@ -231,7 +231,7 @@ def write_parity(path, folder, settings, m, load_tokenizer, onnx_embed_fn):
     max_tokens = settings["max_input_tokens"]
     texts = [c["text"] for c in fixture["cases"]]
     ids = [encode_capped(tok, t, max_tokens) for t in texts]
-    bucket, weight, avg_len = read_tables(folder)
+    bucket, weight, avg_len, _ = read_tables(folder)
     with open(os.path.join(folder, "training.json")) as f:
         record = json.load(f)
     record = record.get("hybrid", record)
