@@ -11,11 +11,16 @@
 // shared machine raw alone moved by a quarter from one minute to the next); each round's
 // efficiency is printed beside. Compare figures only within a run. Several server
 // configurations (--serve-args "--lanes 1|--lanes 2") run side by side in the same rounds.
+// --raw-graphs: raw onnxruntime on several graph files of the folder's onnx/ in the same rounds
+// (default model.onnx, and model_quantized.onnx where the folder has it: the int8 graph of
+// model/quantize_graph.py), each with its texts/s, CPU-ms per text and speed-up over the first;
+// efficiency is always against the first (the float32 graph). Typical comparison of today's
+// default with int8: --raw-graphs model.onnx,model_quantized.onnx "--serve-args=--dtype fp32|--dtype auto".
 // --profile: instead, where each server configuration's CPU goes per length (profile-summary.ts).
-// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] ["--serve-args=…|…"] [--profile]
+// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] [--raw-graphs a.onnx,b.onnx] ["--serve-args=…|…"] [--profile]
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +46,8 @@ const { values } = parseArgs({
     url: { type: 'string', default: '' },
     length: { type: 'string', default: '16' },
     'serve-args': { type: 'string', default: '' },
+    'raw-graphs': { type: 'string', default: '' },
+    graph: { type: 'string', default: 'model.onnx' },
     profile: { type: 'boolean', default: false },
   },
 });
@@ -49,6 +56,11 @@ const modelDir = resolve(values.model!);
 const configs = values['serve-args']!.split('|').map((a) => a.trim());
 const seconds = Number(values.seconds);
 const threads = Number(values.threads);
+/** The graph files raw onnxruntime runs, the first being the one efficiency is measured against. */
+const rawGraphs = values['raw-graphs']
+  ? values['raw-graphs'].split(',').map((g) => g.trim())
+  : ['model.onnx', ...(existsSync(join(modelDir, 'onnx', 'model_quantized.onnx')) ? ['model_quantized.onnx'] : [])];
+for (const graph of rawGraphs) if (!existsSync(join(modelDir, 'onnx', graph))) throw new Error(`--raw-graphs: ${modelDir}/onnx/${graph} does not exist`);
 
 /** The benchmark's texts of about `tokens` tokens for this model's tokenizer (the same in every process). */
 async function textsOf(tokens: number) {
@@ -66,7 +78,7 @@ async function rawRole() {
   const ort = await import('onnxruntime-node');
   const { padBatch } = await import('../src/backend/padding.ts');
   const { ids } = await textsOf(Number(values.length));
-  const session = await ort.InferenceSession.create(join(modelDir, 'onnx', 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1 });
+  const session = await ort.InferenceSession.create(join(modelDir, 'onnx', values.graph!), { intraOpNumThreads: threads, interOpNumThreads: 1 });
   const sorted = [...ids].sort((a, b) => a.length - b.length);
   const batches: number[][][] = [];
   for (let i = 0; i < sorted.length; i += 32) batches.push(sorted.slice(i, i + 32));
@@ -161,11 +173,16 @@ async function main() {
   try {
     for (const length of values.lengths!.split(',').map(Number)) {
       const empty = (): Totals => ({ texts: 0, wall: 0, cpu: 0, loadCpu: 0, rounds: [] });
-      const raw = empty();
+      const raws = rawGraphs.map(empty);
+      const raw = raws[0]!;
       const served = servers.map(empty);
       for (let round = 0; round < Number(values.rounds); round++) {
-        const r = JSON.parse(await child('raw', ['--length', String(length)])) as { texts: number; wall: number; cpu: number };
-        (raw.texts += r.texts), (raw.wall += r.wall), (raw.cpu += r.cpu);
+        let r = { texts: 0, wall: 0, cpu: 0 };
+        for (const [g, graph] of rawGraphs.entries()) {
+          const one = JSON.parse(await child('raw', ['--length', String(length), '--graph', graph])) as { texts: number; wall: number; cpu: number };
+          (raws[g]!.texts += one.texts), (raws[g]!.wall += one.wall), (raws[g]!.cpu += one.cpu);
+          if (g === 0) r = one;
+        }
         for (const [i, server] of servers.entries()) {
           let cpu0 = 0;
           const load = JSON.parse(await child('load', ['--length', String(length), '--url', server.url], (line) => line === 'measure' && (cpu0 = cpuSecondsOf(server.pid)))) as { texts: number; wall: number; loadCpu: number };
@@ -184,10 +201,47 @@ async function main() {
           `${String(length).padStart(6)}  ${(configs[i] || 'defaults').padEnd(labelWidth)}  ${rawPer.toFixed(2).padStart(15)}  ${serverPer.toFixed(2).padStart(18)}  ${(rawPer / serverPer).toFixed(2).padStart(10)}   ${rawRate.toFixed(0).padStart(11)}  ${serverRate.toFixed(0).padStart(14)}  ${(serverRate / rawRate).toFixed(2).padStart(18)}  ${((sum.loadCpu / sum.texts) * 1000).toFixed(2).padStart(20)}   ${sum.rounds.join(' ')}`,
         );
       }
+      for (const [g, graph] of rawGraphs.entries()) {
+        if (g === 0 && rawGraphs.length === 1) break;
+        const t = raws[g]!;
+        console.log(
+          `${String(length).padStart(6)}  raw ${graph.padEnd(labelWidth - 4)}  ${((t.cpu / t.texts) * 1000).toFixed(2).padStart(15)}  ${''.padStart(18)}  ${''.padStart(10)}   ${(t.texts / t.wall).toFixed(0).padStart(11)}  ${`×${(t.texts / t.wall / rawRate).toFixed(2)} texts/s of raw ${rawGraphs[0]}`.padStart(14)}`,
+        );
+      }
     }
+    if (servers.length > 1) await latencyAtOne(servers.map((s) => s.url));
     console.log('(targets: efficiency ≥ 0.90 at every length; server texts/s ≥ 0.90 × raw for short texts)');
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
+  }
+}
+
+/**
+ * One short text per request at concurrency 1, the server configurations taking turns request by
+ * request (so a busy moment of the shared machine falls on all of them): p50 and p90 of each, and
+ * each p50 against the first configuration's.
+ */
+async function latencyAtOne(urls: string[]) {
+  const { texts } = await textsOf(16);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const times: number[][] = urls.map(() => []);
+  const requests = 300;
+  for (let i = 0; i < requests + 20; i++) {
+    for (const [k, url] of urls.entries()) {
+      const body = JSON.stringify({ model: 'legal-2-embedder', texts: [texts[i % texts.length]!] });
+      const t0 = performance.now();
+      const { status, text } = await postJson(agent, new URL('/v1/embeddings', url).href, body);
+      if (status !== 200) throw new Error(`status ${status}: ${text}`);
+      if (i >= 20) times[k]!.push(performance.now() - t0); // the first 20 warm up
+    }
+  }
+  agent.destroy();
+  const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))]!;
+  const base = quantile(times[0]!, 0.5);
+  console.log(`one ~16-token text per request, concurrency 1, ${requests} requests each, configurations taking turns:`);
+  for (const [k, xs] of times.entries()) {
+    const p50 = quantile(xs, 0.5);
+    console.log(`  ${(configs[k] || 'defaults').padEnd(24)} p50 ${p50.toFixed(2)} ms  p90 ${quantile(xs, 0.9).toFixed(2)} ms  p50 ÷ first's ${(p50 / base).toFixed(2)}`);
   }
 }
 

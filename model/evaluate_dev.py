@@ -63,10 +63,10 @@ def dense_ranking(scorer, q, d, ids):
     return out
 
 
-def model_key(folder):
-    """The cache key: a hash of the folder's served files (weights, tokenizer, settings)."""
+def model_key(folder, graph="model.onnx"):
+    """The cache key: a hash of the folder's served files (the graph, tokenizer, settings)."""
     h = hashlib.sha1()
-    for name in ("onnx/model.onnx", "tokenizer.json", "lexembed.json"):
+    for name in (f"onnx/{graph}", "tokenizer.json", "lexembed.json"):
         with open(os.path.join(folder, name), "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
@@ -112,7 +112,7 @@ def mix_weights(count):
 
 
 def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, fuse=False, max_queries=0,
-                 use_cache=True, log=print, query_prompt=None, prefixes=False, sparse=False):
+                 use_cache=True, log=print, query_prompt=None, prefixes=False, sparse=False, graph=None):
     """query_prompt None: the folder's own retrieval/query prompt (lexembed.json), as the server
     puts it before every query the shared scorer sends; documents always get the folder's
     retrieval/document prompt."""
@@ -121,8 +121,10 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
     if query_prompt is None:
         query_prompt = prompts["retrieval/query"]
     document_prompt = prompts["retrieval/document"]
-    embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model)
-    key = model_key(model)
+    if graph and is_static_folder(model):
+        raise SystemExit(f"evaluate_dev.py: --graph {graph}: {model} is a static model (no ONNX graph is run)")
+    embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model, file=graph)
+    key = model_key(model, graph or "model.onnx")
     listed = served_prefixes(model) if prefixes else []
     results = {}
     for task_dir in scorer.expand_dirs([dev]):
@@ -255,6 +257,8 @@ def main():
     p.add_argument("--fuse", action="store_true", help="also reciprocal-rank fusion with BM25")
     p.add_argument("--sparse", action="store_true", help="also the sparse vectors as stores use them, alone and fused with the dense ranking")
     p.add_argument("--prefixes", action="store_true", help="also score each Matryoshka prefix the folder lists")
+    p.add_argument("--graph", help="which file of the folder's onnx/ to run (default: model.onnx), e.g. "
+                   "model_quantized.onnx for the int8 graph (model/quantize_graph.py)")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries per task (0: all)")
     p.add_argument("--query-prompt", default=None, help="text put before every query instead of the folder's own retrieval/query prompt "
                    "(lexembed.json; '' for none), to score a prompt before shipping it")
@@ -263,7 +267,8 @@ def main():
     if not os.path.isdir(args.dev):
         raise SystemExit(f"evaluate_dev.py: no dev set at {args.dev}; pass --dev <legal-eval-dev folder>")
     results = evaluate_dev(args.model, args.dev, args.scorer, args.mix, args.fuse, args.max_queries, not args.no_cache,
-                           query_prompt=args.query_prompt, prefixes=args.prefixes, sparse=args.sparse)
+                           query_prompt=args.query_prompt, prefixes=args.prefixes, sparse=args.sparse,
+                           graph=args.graph)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

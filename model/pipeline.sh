@@ -3,6 +3,7 @@
 # changes unless --ship is given):
 #   1 static model (1b: with its lexical part and Matryoshka order, what ships)   2 hard negatives
 #   4b hybrid = shipped transformer + new static half, its lexical part and Matryoshka order made again
+#   4f its int8 graph (onnx/model_quantized.onnx), with the dev-set figures --dtype auto reads
 #   5 evaluation of both (held-out documents, and the dev set of legal questions)   6 reranker fit (static)
 #
 #   bash model/pipeline.sh [--data ../shared/data/legal-pairs] [--dev ../shared/data/legal-eval-dev]
@@ -71,6 +72,10 @@ cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
 "$PY" model/rebuild_hybrid.py --hybrid "$WORK/hybrid" --static "$WORK/static"
 "$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA"
 "$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" --parity "$WORK/hybrid-parity.json" "${MATRYOSHKA[@]}"
+echo "== 4f. the hybrid's int8 graph (model/quantize_graph.py; --dtype auto serves it on CPUs where the dev set allows)"
+QUANTIZE=(--dev "$DEV")
+[ "$SMOKE" = 1 ] && QUANTIZE=()
+"$PY" model/quantize_graph.py --model "$WORK/hybrid" --parity "$WORK/hybrid-parity.json" "${QUANTIZE[@]}"
 
 echo "== 5. evaluation of the hybrid (held-out split, BM25 beside)"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/hybrid" --json "$WORK/hybrid/evaluation.json" "${EVAL[@]}"

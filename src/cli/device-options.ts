@@ -10,7 +10,8 @@ export const DEVICE_OPTIONS = {
   dtype: {
     env: 'LEXEMBED_DTYPE',
     default: 'auto',
-    help: 'precision on WebGPU: auto (fp16 where the adapter has shader-f16 and the model folder has onnx/model_fp16.onnx, made by model/make_fp16.py; else fp32), fp16 (stops if it cannot be had) or fp32; the cpu path runs fp32. fp16 is checked at load against the cpu path (min cosine 0.999 on 8 texts); below it, auto loads fp32 and fp16 stops',
+    help:
+      "the model's precision: auto (on the cpu, q8 where the model folder has onnx/model_quantized.onnx and lexembed.json says it loses at most 0.005 nDCG@10 on the dev set, else fp32; on WebGPU, fp16 where the adapter has shader-f16 and the folder has onnx/model_fp16.onnx, else fp32), fp32, q8 (cpu: int8 MatMuls, model/quantize_graph.py) or fp16 (WebGPU: model/make_fp16.py); an explicit one that cannot be had stops with the reason. fp16 is checked at load against the cpu path (min cosine 0.999 on 8 texts); below it, auto loads fp32 and fp16 stops",
   },
 } satisfies OptionSpecs;
 
@@ -18,7 +19,7 @@ export const DeviceConfigSchema = z.object({
   device: z.enum(SERVER_DEVICES, { error: 'must be "auto", "webgpu" or "cpu"' }),
   'gpu-adapter': z.string(),
   'webgpu-runtime': z.enum(['native', 'web'], { error: 'must be "native" or "web"' }),
-  dtype: z.enum(GPU_DTYPES, { error: 'must be "auto", "fp32" or "fp16"' }),
+  dtype: z.enum(GPU_DTYPES, { error: 'must be "auto", "fp32", "fp16" or "q8"' }),
 });
 
 /** The loadModelFolder options the device flags stand for. */

@@ -38,10 +38,43 @@ export const ModelSettingsSchema = z
     sparse: z
       .object({ recipe: z.string().min(1), k1: z.number().positive(), b: z.number().min(0).max(1), avg_len: z.number().positive(), idf: z.string().min(4) })
       .optional(),
+    /** The folder's int8 graph and what it costs in quality (model/quantize_graph.py): `--dtype auto` reads it on a CPU; absent: none. */
+    quantized: z
+      .object({
+        file: z.string().min(1),
+        dtype: z.literal('q8'),
+        min_cosine: z.number().min(-1).max(1),
+        'dev_ndcg@10': z.number().min(0).max(1).optional(),
+        'fp32_dev_ndcg@10': z.number().min(0).max(1).optional(),
+        max_dev_loss: z.number().min(0).default(0.005),
+        /** SHA-256 of the onnx/model.onnx it was made from (a folder rebuilt since has another). */
+        source_sha256: z.string().optional(),
+      })
+      .loose()
+      .optional(),
   })
   .loose();
 
 export type ModelSettings = z.output<typeof ModelSettingsSchema>;
+
+/**
+ * Whether a folder's int8 graph keeps quality: its dev-set nDCG@10 at most `max_dev_loss` below
+ * float32's (both measured in one run by model/quantize_graph.py). One rule for the server's CPU
+ * (`--dtype auto`) and the browser's WASM path; `why` says what is missing or lost, `figures`
+ * the measured pair.
+ * @example int8Verdict(settings.quantized) // { keeps: true, figures: 'dev nDCG@10 0.642 vs fp32 0.644' }
+ */
+export function int8Verdict(quantized: ModelSettings['quantized']): { keeps: boolean; figures: string; why?: string } {
+  if (!quantized) return { keeps: false, figures: '', why: 'lexembed.json lists no int8 graph ("quantized")' };
+  const q8 = quantized['dev_ndcg@10'];
+  const fp32 = quantized['fp32_dev_ndcg@10'];
+  if (q8 === undefined || fp32 === undefined) return { keeps: false, figures: '', why: `lexembed.json has no dev-set figures for ${quantized.file}` };
+  const figures = `dev nDCG@10 ${q8.toFixed(3)} vs fp32 ${fp32.toFixed(3)}`;
+  const loss = fp32 - q8;
+  return loss <= quantized.max_dev_loss + 1e-9
+    ? { keeps: true, figures }
+    : { keeps: false, figures, why: `it loses ${loss.toFixed(3)} nDCG@10 on the dev set (${figures}), more than ${quantized.max_dev_loss}` };
+}
 
 /** Parses a settings object, or says in one sentence which field is wrong. */
 export function parseModelSettings(raw: unknown, where: string): ModelSettings {

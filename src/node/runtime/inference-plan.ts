@@ -6,7 +6,7 @@
 // gathers the facts (the inference worker asks Dawn for adapters) and carries the plan out.
 import type { AdapterReport } from '../../backend/device-rules.ts';
 import { batchRule, type BatchRule, type BatchSettings } from './batch-plan.ts';
-import { decideGpuDtype, decideServerDevice, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
+import { decideGpuDtype, decideServerDevice, type GpuDtype, type QuantizedFacts, type ServerDevice } from './webgpu/decide.ts';
 import type { WebGPUHandle } from './webgpu/detect.ts';
 
 /** What was asked: serve's and embed's options. */
@@ -17,7 +17,7 @@ export interface InferenceRequest {
   readonly gpuAdapter?: string;
   /** --webgpu-runtime: native (onnxruntime-node's own WebGPU provider, the default) or web (onnxruntime-web over Dawn). */
   readonly webgpuRuntime?: 'native' | 'web';
-  /** --dtype: auto, fp32 or fp16. */
+  /** --dtype: auto, fp32, fp16 (WebGPU) or q8 (CPU). */
   readonly dtype: GpuDtype;
   /** Set when the fp16 graph was loaded and its vectors refused at load (load-model.ts): auto then plans fp32 and says why. */
   readonly fp16Refused?: string;
@@ -39,6 +39,8 @@ export interface InferenceFacts {
     readonly pooling: 'mean' | 'cls';
     /** Whether the folder has onnx/model_fp16.onnx. */
     readonly hasFp16File: boolean;
+    /** Its int8 graph (onnx/model_quantized.onnx) and lexembed.json's figures for it. */
+    readonly quantized?: QuantizedFacts;
     readonly folder: string;
   };
 }
@@ -75,6 +77,7 @@ export function planInference(request: InferenceRequest, facts: InferenceFacts):
     adapter: decision.adapter,
     modelDtype: facts.model.dtype,
     hasFp16File: facts.model.hasFp16File,
+    quantized: facts.model.quantized,
     folder: facts.model.folder,
     fp16Refused: request.fp16Refused,
   });
@@ -88,7 +91,8 @@ export function planInference(request: InferenceRequest, facts: InferenceFacts):
     batch: batchRule(request.batch, decision.device),
     reasons: {
       device: decision.reason,
-      ...(webgpu ? { runtime: web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider", dtype: precision.reason } : {}),
+      dtype: precision.reason,
+      ...(webgpu ? { runtime: web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider" } : {}),
       ...(native ? { pooling: pooling === 'gpu' ? `${facts.model.pooling} pooling on the GPU` : 'pooling in JavaScript (LEXEMBED_GPU_POOLING=js)' } : {}),
     },
   };
@@ -105,5 +109,5 @@ export function withJavaScriptPooling(plan: InferencePlan, why: string): Inferen
  */
 export function describePlan(plan: InferencePlan): string {
   const r = plan.reasons;
-  return plan.device === 'webgpu' ? `${r.device} (${r.runtime}); ${r.dtype}${r.pooling ? `; ${r.pooling}` : ''}` : r.device;
+  return plan.device === 'webgpu' ? `${r.device} (${r.runtime}); ${r.dtype}${r.pooling ? `; ${r.pooling}` : ''}` : `${r.device}; ${r.dtype}`;
 }

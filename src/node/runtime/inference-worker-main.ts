@@ -5,9 +5,8 @@
 // main thread (tokenising on onnxruntime-node's transformers.js) cannot do.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { FP16_MODEL_FILE } from './webgpu/decide.ts';
+import { modelFacts } from './model-files.ts';
 import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
 import { probeAdapters } from './webgpu/probe.ts';
 import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
@@ -25,7 +24,7 @@ try {
   const folder = join(data.localModelPath, data.modelId);
   // The facts the plan needs. auto asks a child process first: only when a usable adapter exists
   // does this process load Dawn (which would otherwise print its warnings on a CPU machine).
-  const model = { dtype: data.settings.dtype, pooling: data.settings.pooling, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder };
+  const model = modelFacts(folder, data.settings);
   const probed = request.device === 'auto' ? planInference(request, { gpu: await probeAdapters(request.gpuAdapter), model }) : null;
   if (request.device !== 'cpu' && probed?.device !== 'cpu') gpu = await openWebGPU(request.gpuAdapter);
   let defaultAdapter: string | undefined;

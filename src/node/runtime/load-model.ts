@@ -13,7 +13,8 @@ import { applyBatchRule, DEFAULT_SMALL_BATCH_TOKENS, type BatchSettings } from '
 import { checkFp16AgainstCpu, describeFp16Check, type Fp16Check } from './fp16-check.ts';
 import { planInference, type InferenceRequest } from './inference-plan.ts';
 import type { Embedder } from '../../embedder/types.ts';
-import { FP16_MODEL_FILE, type GpuDtype, type ServerDevice } from './webgpu/decide.ts';
+import type { GpuDtype, ServerDevice } from './webgpu/decide.ts';
+import { graphFileOf, modelFacts } from './model-files.ts';
 import { messageOf } from '../../util/message-of.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -108,7 +109,6 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   const settings = parseModelSettings(readJsonFile(settingsPath), settingsPath);
   if (options.modelName) settings.name = options.modelName;
   settings.id ??= basename(resolve(folder));
-  settings.fingerprint = modelFingerprint(folder);
   const backendOptions = {
     modelId: basename(folder),
     localModelPath: dirname(folder) + '/',
@@ -132,6 +132,8 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
   const open = (asked: InferenceRequest) =>
     options.inference === 'main' ? createMainThreadBackend(backendOptions, asked, folder) : createWorkerBackend({ ...backendOptions, request: asked, lanes: options.lanes, oneBatchAtATime: options.oneBatchAtATime });
   let backend = await checkedFp16(await open(request), request, backendOptions, open);
+  // The graph the plan chose (fp32, the fp16 or the int8 sibling) is what makes the vectors.
+  settings.fingerprint = modelFingerprint(folder, backend.plan.dtype);
   try {
     const batch = await applyBatchRule(backend.plan.batch, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
     if (batch.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` };
@@ -178,7 +180,7 @@ async function createMainThreadBackend(options: TransformersBackendOptions, requ
     throw new Error('--device webgpu runs the model in the inference worker thread; use --inference worker (the default) with it');
   }
   const { settings } = options;
-  const plan = planInference({ ...request, device: 'cpu' }, { gpu: null, model: { dtype: settings.dtype, pooling: settings.pooling, hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)), folder } });
+  const plan = planInference({ ...request, device: 'cpu' }, { gpu: null, model: modelFacts(folder, settings) });
   // Imported here: transformers.js is loaded on the main thread only when the model runs there.
   const { createTransformersBackend } = await import('../../backend/transformers-backend.ts');
   const backend = await createTransformersBackend({ ...options, settings: { ...settings, dtype: plan.dtype as typeof settings.dtype } });
@@ -195,12 +197,13 @@ function readJsonFile(path: string): unknown {
 }
 
 /**
- * A short hash of what decides the vectors: the ONNX weights, the tokenizer and lexembed.json.
- * An index built with one fingerprint must be queried by a server showing the same one.
+ * A short hash of what decides the vectors: the ONNX graph served at `dtype` (onnx/model.onnx, or
+ * its fp16 or int8 sibling), the tokenizer and lexembed.json. An index built with one fingerprint
+ * must be queried by a server showing the same one.
  * @example modelFingerprint('models/legal-2-embedder') // 'sha256:3f9a0c…' (16 hex digits)
  */
-export function modelFingerprint(folder: string): string {
+export function modelFingerprint(folder: string, dtype = 'fp32'): string {
   const hash = createHash('sha256');
-  for (const file of [join('onnx', 'model.onnx'), 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
+  for (const file of [graphFileOf(dtype), 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
   return `sha256:${hash.digest('hex').slice(0, 16)}`;
 }

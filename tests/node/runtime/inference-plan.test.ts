@@ -15,7 +15,18 @@ describe('planInference', () => {
   it('on a machine without WebGPU: the CPU, onnxruntime-node, the model dtype, JavaScript pooling, the CPU batch figures', () => {
     const plan = planInference(ask({}), { gpu: null, model });
     expect(plan).toMatchObject({ device: 'cpu', runtime: 'onnxruntime-node', dtype: 'fp32', pooling: 'javascript', batch: { tokens: CPU_AUTO_BATCH_TOKENS } });
-    expect(describePlan(plan)).toBe('auto: no WebGPU in this runtime (navigator.gpu is missing); using cpu');
+    expect(describePlan(plan)).toMatch(/^auto: no WebGPU in this runtime \(navigator.gpu is missing\); using cpu; dtype fp32 \(auto: not q8 because the model folder has no onnx\/model_quantized.onnx/);
+  });
+
+  it('on the CPU, auto takes the int8 graph where the folder has it and its dev-set loss is within the bound, and the device line says so', () => {
+    const record = { file: 'onnx/model_quantized.onnx', dtype: 'q8' as const, min_cosine: 0.9998, 'dev_ndcg@10': 0.641, 'fp32_dev_ndcg@10': 0.644, max_dev_loss: 0.005 };
+    const withInt8 = { ...model, quantized: { hasFile: true, record } };
+    const plan = planInference(ask({}), { gpu: null, model: withInt8 });
+    expect(plan.dtype).toBe('q8');
+    expect(describePlan(plan)).toContain('; dtype q8 (auto: the int8 graph onnx/model_quantized.onnx keeps quality: dev nDCG@10 0.641 vs fp32 0.644, within 0.005;');
+    expect(planInference(ask({ dtype: 'fp32' }), { gpu: null, model: withInt8 }).dtype).toBe('fp32');
+    // WebGPU keeps float graphs, whatever the folder offers.
+    expect(planInference(ask({}), { gpu: { adapters: [nvidia], errors: [] }, model: withInt8 }).dtype).toBe('fp16');
   });
 
   it('auto with a hardware adapter: the native provider, fp16 where the adapter and folder allow, pooled on the GPU, batches measured', () => {
@@ -52,6 +63,6 @@ describe('planInference', () => {
   it('an explicit cpu ignores any adapter, and batch numbers stand', () => {
     const plan = planInference(ask({ device: 'cpu', batch: { tokens: 512, size: 8 } }), { gpu: { adapters: [nvidia], errors: [] }, model });
     expect(plan).toMatchObject({ device: 'cpu', runtime: 'onnxruntime-node', batch: { tokens: 512, size: 8 } });
-    expect(plan.reasons).toEqual({ device: 'cpu was requested (onnxruntime-node)' });
+    expect(plan.reasons).toEqual({ device: 'cpu was requested (onnxruntime-node)', dtype: expect.stringMatching(/^dtype fp32 \(auto: not q8 because/) });
   });
 });

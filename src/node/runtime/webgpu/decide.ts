@@ -2,6 +2,7 @@
 // src/backend/device-rules.ts applied to the adapters Dawn offered (cpu = onnxruntime-node).
 import { decideDevice, type AdapterReport, type DeviceDecision as SharedDecision } from '../../../backend/device-rules.ts';
 import type { WebGPUHandle } from './detect.ts';
+import { int8Verdict, type ModelSettings } from '../../../embedder/settings.ts';
 
 export const SERVER_DEVICES = ['auto', 'webgpu', 'cpu'] as const;
 export type ServerDevice = (typeof SERVER_DEVICES)[number];
@@ -26,10 +27,20 @@ export function decideServerDevice(requested: ServerDevice, handle: Pick<WebGPUH
   });
 }
 
-export const GPU_DTYPES = ['auto', 'fp32', 'fp16'] as const;
+export const GPU_DTYPES = ['auto', 'fp32', 'fp16', 'q8'] as const;
 export type GpuDtype = (typeof GPU_DTYPES)[number];
 /** The float16 graph beside onnx/model.onnx (transformers.js's name for dtype fp16). */
 export const FP16_MODEL_FILE = 'onnx/model_fp16.onnx';
+/** The int8 graph beside onnx/model.onnx (transformers.js's name for dtype q8; model/quantize_graph.py). */
+export const Q8_MODEL_FILE = 'onnx/model_quantized.onnx';
+
+/** The folder's int8 graph: whether the file is there, and lexembed.json's record of it (model/quantize_graph.py). */
+export interface QuantizedFacts {
+  readonly hasFile: boolean;
+  readonly record: ModelSettings['quantized'];
+  /** Set where the record names another onnx/model.onnx than the folder's (rebuilt since): why the int8 graph is stale. */
+  readonly stale?: string;
+}
 
 export interface DtypeFacts {
   /** Where the model runs (the device decision). */
@@ -37,10 +48,12 @@ export interface DtypeFacts {
   /** Which WebGPU runtime runs it. */
   readonly runtime: 'native' | 'web';
   readonly adapter?: AdapterReport;
-  /** The model folder's own dtype (lexembed.json): only an fp32 model has an fp16 sibling. */
+  /** The model folder's own dtype (lexembed.json): only an fp32 model has an fp16 or int8 sibling. */
   readonly modelDtype: string;
   /** Whether the folder has onnx/model_fp16.onnx. */
   readonly hasFp16File: boolean;
+  /** The folder's int8 graph, if any. */
+  readonly quantized?: QuantizedFacts;
   /** The folder, for the message that says how to make the file. */
   readonly folder: string;
   /** Why the fp16 graph, loaded once, was refused (its vectors checked at load: fp16-check.ts). */
@@ -48,31 +61,58 @@ export interface DtypeFacts {
 }
 
 /**
- * The model's precision (--dtype): fp16 runs on onnxruntime-node's WebGPU provider when the adapter
- * has `shader-f16` and the folder has onnx/model_fp16.onnx (model/make_fp16.py); auto takes it
- * then and says why not otherwise; an explicit fp16 that cannot be had stops start-up with the reason.
- * A loaded fp16 graph is then checked against the CPU path at load (load-model.ts, fp16-check.ts).
+ * The model's precision (--dtype). On WebGPU: fp16 runs on onnxruntime-node's WebGPU provider when
+ * the adapter has `shader-f16` and the folder has onnx/model_fp16.onnx (model/make_fp16.py); auto
+ * takes it then and says why not otherwise. A loaded fp16 graph is then checked against the CPU
+ * path at load (load-model.ts, fp16-check.ts). On the CPU: q8 runs onnx/model_quantized.onnx
+ * (int8 MatMuls, model/quantize_graph.py); auto takes it where lexembed.json's dev-set figures say
+ * it loses at most `maxDevLoss` nDCG@10 against fp32, and says why not otherwise. An explicit
+ * dtype that cannot be had stops start-up with the reason.
  */
 export function decideGpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype: string; reason: string } {
+  if (facts.device === 'cpu' || requested === 'q8') return decideCpuDtype(requested, facts);
   const make = `make it with: python3 model/make_fp16.py ${facts.folder} (numpy and onnx)`;
   const missing =
-    facts.device !== 'webgpu'
-      ? 'the model runs on cpu, where fp16 is slower than fp32'
-      : facts.runtime !== 'native'
-        ? "the web runtime's fp16 is untested; fp16 runs on onnxruntime-node's WebGPU provider (--webgpu-runtime native)"
-        : !facts.adapter?.features?.includes('shader-f16')
-          ? `the adapter (${facts.adapter?.name ?? 'unknown'}) does not offer shader-f16`
-          : facts.modelDtype !== 'fp32'
-            ? `the model is ${facts.modelDtype} (lexembed.json), not fp32`
-            : !facts.hasFp16File
-              ? `the model folder has no ${FP16_MODEL_FILE} (${make})`
-              : facts.fp16Refused;
+    facts.runtime !== 'native'
+      ? "the web runtime's fp16 is untested; fp16 runs on onnxruntime-node's WebGPU provider (--webgpu-runtime native)"
+      : !facts.adapter?.features?.includes('shader-f16')
+        ? `the adapter (${facts.adapter?.name ?? 'unknown'}) does not offer shader-f16`
+        : facts.modelDtype !== 'fp32'
+          ? `the model is ${facts.modelDtype} (lexembed.json), not fp32`
+          : !facts.hasFp16File
+            ? `the model folder has no ${FP16_MODEL_FILE} (${make})`
+            : facts.fp16Refused;
   if (requested === 'fp16') {
     if (missing) throw new Error(`--dtype fp16: ${missing}`);
     return { dtype: 'fp16', reason: `dtype fp16 (${FP16_MODEL_FILE}) was requested` };
   }
-  if (requested === 'fp32' || facts.device !== 'webgpu') return { dtype: facts.modelDtype, reason: requested === 'fp32' ? 'dtype fp32 was requested' : `dtype ${facts.modelDtype}` };
+  if (requested === 'fp32') return { dtype: facts.modelDtype, reason: 'dtype fp32 was requested' };
   return missing
     ? { dtype: facts.modelDtype, reason: `dtype ${facts.modelDtype} (auto: not fp16 because ${missing})` }
     : { dtype: 'fp16', reason: `dtype fp16 (auto: the adapter offers shader-f16 and the folder has ${FP16_MODEL_FILE})` };
+}
+
+function decideCpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype: string; reason: string } {
+  if (requested === 'fp16') throw new Error('--dtype fp16: the model runs on cpu, where fp16 is slower than fp32; use --dtype auto, fp32 or q8 there');
+  const make = `make it with: python3 model/quantize_graph.py --model ${facts.folder} --dev ../shared/data/legal-eval-dev (onnx and onnxruntime's Python package)`;
+  const verdict = int8Verdict(facts.quantized?.record);
+  const missing =
+    facts.device === 'webgpu'
+      ? 'int8 (q8) runs on the CPU (its MatMulInteger kernels are not WebGPU ones); on webgpu use --dtype auto, fp32 or fp16'
+      : facts.modelDtype !== 'fp32'
+        ? `the model is ${facts.modelDtype} (lexembed.json), not fp32`
+        : !facts.quantized?.hasFile
+          ? `the model folder has no ${Q8_MODEL_FILE} (${make})`
+          : facts.quantized.stale
+            ? `${facts.quantized.stale} (${make})`
+            : undefined;
+  if (requested === 'q8') {
+    if (missing) throw new Error(`--dtype q8: ${missing}`);
+    return { dtype: 'q8', reason: `dtype q8 (${Q8_MODEL_FILE}${verdict.figures ? `; ${verdict.figures}` : ''}) was requested` };
+  }
+  if (requested === 'fp32') return { dtype: facts.modelDtype, reason: 'dtype fp32 was requested' };
+  const why = missing ?? (verdict.keeps ? undefined : `${verdict.why} (${make})`);
+  return why
+    ? { dtype: facts.modelDtype, reason: `dtype ${facts.modelDtype} (auto: not q8 because ${why})` }
+    : { dtype: 'q8', reason: `dtype q8 (auto: the int8 graph ${Q8_MODEL_FILE} keeps quality: ${verdict.figures}, within ${facts.quantized!.record!.max_dev_loss}; --dtype fp32 serves the float32 graph)` };
 }
