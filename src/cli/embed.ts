@@ -2,8 +2,11 @@
 // remote server, with a progress bar; restartable: rows already in the output are skipped and a
 // torn last line (from an interruption) is cut off, so nothing is lost or duplicated. With
 // --chunk-tokens, long documents are cut into token windows and each chunk is a row
-// ({id, chunk, start, end, embedding}); a resumed run goes on from the last chunk written.
+// ({id, chunk, start, end, embedding}); a resumed run goes on from the last chunk written. A folder
+// or files of PDF, DOCX, TXT and Markdown are documents: each file is chunked and every chunk row
+// also names its page (PDF), paragraph (DOCX) or line (text) — src/node/documents.ts.
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { z } from 'zod';
 import { Lexembed } from '../client/index.ts';
 import { TASKS } from '../contract/index.ts';
@@ -12,19 +15,28 @@ import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
 import { describeOptions, parseOptions, UsageError } from './options.ts';
 import { createProgress } from './progress.ts';
-import { messageOf, messageWithCause } from '../util/message-of.ts';
+import { remoteIdentity, type ModelIdentity } from './model-source.ts';
+import { messageOf } from '../util/message-of.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
+import { unitAt, type DocumentUnit } from '../documents/extract.ts';
+import { DocumentReader, listDocuments } from '../node/documents.ts';
+
+/** Chunk size for documents when --chunk-tokens is not given. */
+export const DOCUMENT_CHUNK_TOKENS = 256;
 
 export const EMBED_OPTIONS = {
   output: { help: 'JSONL file to write (appended to, and resumed, if it exists)' },
-  format: { default: 'auto', help: 'input format: jsonl, csv, text (one text per line) or auto (by extension)' },
+  format: {
+    default: 'auto',
+    help: `input format: jsonl, csv, text (one text per line), documents (PDF, DOCX, TXT, Markdown files: one document each, chunked, every chunk with its page, paragraph or line) or auto (a folder, several files, .pdf or .docx: documents; else by extension)`,
+  },
   'id-field': { default: 'id', help: 'id field (JSONL) or column (CSV)' },
   'text-field': { default: 'text', help: 'text field (JSONL) or column (CSV)' },
   task: { default: '', help: 'retrieval/query or retrieval/document (default: none)' },
   dimensions: { default: '', help: "embedding dimensions (default: the model's default)" },
   'batch-size': { default: '64', help: 'texts per model call or request (at most 128 remotely)' },
-  'chunk-tokens': { default: '', help: "cut each text into chunks of at most N tokens, one output row per chunk with its character offsets (local model only; at most what the model reads of a document)" },
+  'chunk-tokens': { default: '', help: `cut each text into chunks of at most N tokens, one output row per chunk with its character offsets (local model only; at most what the model reads of a document; documents: default ${DOCUMENT_CHUNK_TOKENS})` },
   'overlap-tokens': { default: '0', help: 'with --chunk-tokens: tokens each chunk repeats from the end of the one before (whole words)' },
   model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
   ...DEVICE_OPTIONS,
@@ -41,7 +53,7 @@ export const EMBED_OPTIONS = {
 
 const EmbedConfigSchema = DeviceConfigSchema.extend({
   output: z.string({ error: 'is required: the JSONL file to write' }).min(1),
-  format: z.enum(['auto', 'jsonl', 'csv', 'text'], { error: 'must be auto, jsonl, csv or text' }),
+  format: z.enum(['auto', 'jsonl', 'csv', 'text', 'documents'], { error: 'must be auto, jsonl, csv, text or documents' }),
   'id-field': z.string().min(1),
   'text-field': z.string().min(1),
   task: z.union([z.literal(''), z.enum(TASKS)], { error: `must be ${TASKS.join(' or ')}` }),
@@ -74,12 +86,6 @@ ${describeOptions(EMBED_OPTIONS)}
 
 type EmbedBatch = (texts: string[]) => Promise<number[][]>;
 
-/** Which weights made the vectors: the API name, the folder's id and the fingerprint of its files. */
-interface ModelIdentity {
-  readonly name: string;
-  readonly id: string | null;
-  readonly fingerprint: string | null;
-}
 
 /** What an output's vectors depend on, kept beside it as OUT.meta.json. */
 interface RunSettings {
@@ -91,15 +97,25 @@ interface RunSettings {
   readonly shard?: string | null;
 }
 
+/** Where an output's texts came from (OUT.meta.json "source"): lexembed search reads the passages back from there. */
+export interface EmbedSource {
+  readonly format: string;
+  readonly inputs: readonly string[];
+  readonly id_field: string;
+  readonly text_field: string;
+}
+
 /** The settings file beside an output. */
 export const metaPathOf = (output: string) => `${output}.meta.json`;
 
 export async function embedCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values: config, positionals, help } = parseOptions('lexembed embed', args, EMBED_OPTIONS, EmbedConfigSchema);
   if (help) return (out(EMBED_USAGE), 0);
-  const { input, corpus, chunking } = checkArguments(config, positionals);
-  const shard = await shardOf(config.shard, input, corpus);
-  const rowsOf = () => (shard ? inShard(readCorpus(input, corpus), shard) : readCorpus(input, corpus));
+  const { input, corpus, chunking, reader, ignored } = checkArguments(config, positionals);
+  if (ignored.length) err(`lexembed embed: left out ${ignored.length} file(s) that are not PDF, DOCX, TXT or Markdown: ${ignored.slice(0, 5).join(', ')}${ignored.length > 5 ? ', …' : ''}`);
+  const allRows = (): AsyncIterable<CorpusRow> => (reader ? reader.rows() : readCorpus(input, corpus as Parameters<typeof readCorpus>[1]));
+  const shard = await shardOf(config.shard, async () => (reader ? reader.files.length : count(allRows())));
+  const rowsOf = () => (shard ? inShard(allRows(), shard) : allRows());
   const resume = await scanForResume(rowsOf, input, config.output, chunking !== null, err);
   const task = config.task || null;
   const dimensions = config.dimensions === '' ? null : config.dimensions;
@@ -107,8 +123,10 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
 
   // The output records how it was made; a resumed run must make the same vectors.
   const made = { ...runSettings(await source.identity(), task, dimensions, chunking), shard: shard ? `${shard.index}/${shard.count}` : null };
-  checkOrWriteMeta(config.output, made, resume.last !== null);
-  if (resume.total === 0) err(`lexembed embed: warning: ${input} has no rows to embed${corpus.format === 'jsonl' ? ` (JSONL lines with "${config['id-field']}" and "${config['text-field']}")` : ''}`);
+  // Where the texts are (for lexembed search's passages): recorded, not compared on resume.
+  const from = { format: corpus.format, inputs: positionals.map((p) => resolve(p)), id_field: config['id-field'], text_field: config['text-field'] };
+  checkOrWriteMeta(config.output, made, resume.last !== null, from);
+  if (resume.total === 0 && !reader) err(`lexembed embed: warning: ${input} has no rows to embed${corpus.format === 'jsonl' ? ` (JSONL lines with "${config['id-field']}" and "${config['text-field']}")` : ''}`);
   // A document cut off mid-way is counted as done by the scan; it is finished in this run.
   let already = resume.already;
   if (source.chunkText && resume.last?.chunk !== undefined && source.chunkText(resume.lastText).length - 1 > resume.last.chunk) already--;
@@ -139,22 +157,30 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
 
 type EmbedConfig = z.output<typeof EmbedConfigSchema>;
 type Chunking = { size: number; overlap: number };
-type CorpusRow = { id: string; rawId: string | number; text: string; line: number } | { error: string; line: number };
+/** A row of the input; a document's also says where its units (pages, paragraphs, lines) start, and a bad document's which file it is. */
+type CorpusRow = { id: string; rawId: string | number; text: string; line: number; unit?: DocumentUnit; starts?: readonly number[] } | { error: string; line: number; where?: string };
 
 /** The input file, how to read it, and the chunking asked for; refuses combinations that cannot work. */
 function checkArguments(config: EmbedConfig, positionals: string[]) {
   const input = positionals[0];
-  if (!input) throw new UsageError('lexembed embed: give the input file, e.g. lexembed embed corpus.jsonl --output vectors.jsonl');
-  if (!existsSync(input)) throw new UsageError(`lexembed embed: no such input file: ${input}`);
-  const format: CorpusFormat = config.format === 'auto' ? detectFormat(input) : config.format;
+  if (!input) throw new UsageError('lexembed embed: give the input file, e.g. lexembed embed corpus.jsonl --output vectors.jsonl (or a folder of PDF/DOCX files)');
+  for (const p of positionals) if (!existsSync(p)) throw new UsageError(`lexembed embed: no such input file or folder: ${p}`);
+  const documents = config.format === 'documents' || (config.format === 'auto' && (positionals.length > 1 || statSync(input).isDirectory() || /\.(pdf|docx)$/i.test(input)));
+  if (!documents && positionals.length > 1) throw new UsageError(`lexembed embed: --format ${config.format} reads one input file; give one, or --format documents for several document files`);
+  if (!documents && statSync(input).isDirectory()) throw new UsageError(`lexembed embed: ${input} is a folder; --format ${config.format} reads one file (documents read folders)`);
+  const format: CorpusFormat | 'documents' = documents ? 'documents' : config.format === 'auto' ? detectFormat(input) : (config.format as CorpusFormat);
   const corpus = { format, idField: config['id-field'], textField: config['text-field'] };
   if (config.remote && config['batch-size'] > 128) throw new UsageError('lexembed embed: --batch-size must be at most 128 with --remote (the API limit)');
-  const chunking: Chunking | null = config['chunk-tokens'] === '' ? null : { size: config['chunk-tokens'], overlap: config['overlap-tokens'] };
+  const size = config['chunk-tokens'] === '' ? (documents ? DOCUMENT_CHUNK_TOKENS : null) : config['chunk-tokens'];
+  const chunking: Chunking | null = size === null ? null : { size, overlap: config['overlap-tokens'] };
   if (chunking && config.remote) {
+    if (documents) throw new UsageError('lexembed embed: documents are chunked with the local model\'s tokenizer and embedded locally; leave out --remote');
     throw new UsageError('lexembed embed: --chunk-tokens cuts texts with the local model\'s tokenizer and embeds them locally; leave out --remote (or chunk the texts first, e.g. with the tokenize endpoint)');
   }
   if (!chunking && config['overlap-tokens'] > 0) throw new UsageError('lexembed embed: --overlap-tokens needs --chunk-tokens');
-  return { input, corpus, chunking };
+  const listed = documents ? listDocuments(positionals) : null;
+  if (listed && !listed.files.length) throw new UsageError(`lexembed embed: no PDF, DOCX, TXT or Markdown files in ${positionals.join(', ')}`);
+  return { input, corpus, chunking, reader: listed ? new DocumentReader(listed.files) : null, ignored: listed?.ignored ?? [] };
 }
 
 /**
@@ -244,7 +270,14 @@ async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | nu
 }
 
 /** A text to embed: a row, or one chunk of a row (with `lastOfRow` on its final chunk). */
-type Item = { id: string; rawId: string | number; text: string; chunk?: TextChunk & { index: number; lastOfRow: boolean } };
+type Item = { id: string; rawId: string | number; text: string; chunk?: TextChunk & { index: number; lastOfRow: boolean; unit?: DocumentUnit; starts?: readonly number[] } };
+
+/** { page: 2 } for a chunk on page 2; { page: 2, page_end: 3 } for one running on to page 3. */
+function unitsOf(unit: DocumentUnit, starts: readonly number[], start: number, end: number): Record<string, number> {
+  const first = unitAt({ starts }, start);
+  const last = unitAt({ starts }, Math.max(start, end - 1));
+  return last === first ? { [unit]: first } : { [unit]: first, [`${unit}_end`]: last };
+}
 
 /** Batches items, embeds them and appends their rows to the output, fsynced batch by batch. */
 class RowWriter {
@@ -267,7 +300,7 @@ class RowWriter {
   }
 
   /** Queues a row's items: itself, or its chunks (after chunk `after` when the row was cut off mid-way). */
-  add(row: { id: string; rawId: string | number; text: string }, after = -1): void {
+  add(row: { id: string; rawId: string | number; text: string; unit?: DocumentUnit; starts?: readonly number[] }, after = -1): void {
     if (!this.source.chunkText) return void this.batch.push(row);
     const chunks = this.source.chunkText(row.text);
     if (after >= 0 && this.last?.end !== undefined && chunks[after]?.end !== this.last.end) {
@@ -276,7 +309,7 @@ class RowWriter {
       );
     }
     for (const [index, c] of chunks.entries()) {
-      if (index > after) this.batch.push({ id: row.id, rawId: row.rawId, text: c.text, chunk: { ...c, index, lastOfRow: index === chunks.length - 1 } });
+      if (index > after) this.batch.push({ id: row.id, rawId: row.rawId, text: c.text, chunk: { ...c, index, lastOfRow: index === chunks.length - 1, unit: row.unit, starts: row.starts } });
     }
   }
 
@@ -286,7 +319,19 @@ class RowWriter {
     if (!items.length) return;
     const vectors = await this.source.embedBatch(items.map((r) => r.text));
     const lines = items.map((r, i) =>
-      JSON.stringify(r.chunk ? { id: r.rawId, chunk: r.chunk.index, start: r.chunk.start, end: r.chunk.end, embedding: vectors[i] } : { id: r.rawId, embedding: vectors[i] }),
+      JSON.stringify(
+        r.chunk
+          ? {
+              id: r.rawId,
+              chunk: r.chunk.index,
+              start: r.chunk.start,
+              end: r.chunk.end,
+              // A document's chunk: the page (PDF), paragraph (DOCX) or line (text) it starts on, and the one it ends on where that is another.
+              ...(r.chunk.unit && r.chunk.starts ? unitsOf(r.chunk.unit, r.chunk.starts, r.chunk.start, r.chunk.end) : {}),
+              embedding: vectors[i],
+            }
+          : { id: r.rawId, embedding: vectors[i] },
+      ),
     );
     writeSync(this.fd, lines.join('\n') + '\n');
     fsyncSync(this.fd); // a batch is either fully on disk or cut off at the torn line on resume
@@ -335,11 +380,13 @@ async function embedRows(
       }
       if ('error' in row || seen.has(row.id)) {
         const why = 'error' in row ? row.error : `duplicate id "${row.id}"`;
+        // A document's error names its file; a row's, the input and line.
+        const place = 'where' in row && row.where ? '' : `${run.input}:${row.line}: `;
         if (run.onError === 'stop') {
           await writer.flush().catch(() => {});
-          return { stopped: 'error', bad, failure: `lexembed embed: ${run.input}:${row.line}: ${why}; fix it, or pass --on-error skip (rows before it are saved; rerun to resume)` };
+          return { stopped: 'error', bad, failure: `lexembed embed: ${place}${why}; fix it, or pass --on-error skip (rows before it are saved; rerun to resume)` };
         }
-        bad.push(`${run.input}:${row.line}: ${why}`);
+        bad.push(`${place}${why}`);
         continue;
       }
       seen.add(row.id);
@@ -419,7 +466,7 @@ function runSettings(model: ModelIdentity, task: string | null, dimensions: numb
  * A new output gets OUT.meta.json; an output with rows must have one that matches this run,
  * field by field, or the run is refused naming the difference (its vectors would not mix).
  */
-function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean): void {
+function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean, from: EmbedSource): void {
   const path = metaPathOf(output);
   if (hasRows) {
     if (!existsSync(path)) {
@@ -453,23 +500,10 @@ function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean): v
     return;
   }
   const tmp = `${path}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify({ lexembed: LEXEMBED_VERSION, created: new Date().toISOString(), settings: run }, null, 2)}\n`);
+  writeFileSync(tmp, `${JSON.stringify({ lexembed: LEXEMBED_VERSION, created: new Date().toISOString(), settings: run, source: from }, null, 2)}\n`);
   renameSync(tmp, path);
 }
 
-/** The remote server's model id and fingerprint, from its /health (the base URL less /v1). */
-async function remoteIdentity(baseURL: string, modelName: string): Promise<ModelIdentity> {
-  const url = `${baseURL.replace(/\/+$/, '').replace(/\/v1$/, '')}/health`;
-  let res: Response;
-  try {
-    res = await fetch(url);
-  } catch (error) {
-    throw new Error(`cannot reach ${url}: ${messageWithCause(error)}; is the server running, and is --remote (LEXEMBED_BASE_URL) right?`);
-  }
-  const body = (await res.json().catch(() => ({}))) as { model_id?: string; fingerprint?: string };
-  if (!res.ok) throw new Error(`${url} answered ${res.status}: the server is not ready (is the model still loading?)`);
-  return { name: modelName, id: body.model_id ?? null, fingerprint: body.fingerprint ?? null };
-}
 
 interface Shard {
   readonly index: number;
@@ -481,7 +515,7 @@ interface Shard {
 }
 
 /** The --shard part of the input: contiguous, so the shards' outputs concatenated are one run's. */
-async function shardOf(spec: string, input: string, corpus: Parameters<typeof readCorpus>[1]): Promise<Shard | null> {
+async function shardOf(spec: string, countRows: () => Promise<number>): Promise<Shard | null> {
   if (!spec) return null;
   const [which, of] = spec.split('/') as [string, string];
   const count = Number(of);
@@ -494,9 +528,14 @@ async function shardOf(spec: string, input: string, corpus: Parameters<typeof re
     index = Number(fromJob);
   } else index = Number(which);
   if (count < 1 || index >= count) throw new UsageError(`lexembed embed: --shard ${spec}: the shard index must be from 0 to ${Math.max(0, count - 1)} (N = ${count} shards)`);
-  let rows = 0;
-  for await (const _ of readCorpus(input, corpus)) rows++;
+  const rows = await countRows();
   return { index, count, from: Math.floor((index * rows) / count), to: Math.floor(((index + 1) * rows) / count), rows };
+}
+
+async function count(rows: AsyncIterable<unknown>): Promise<number> {
+  let n = 0;
+  for await (const _ of rows) n++;
+  return n;
 }
 
 async function* inShard<T>(rows: AsyncIterable<T>, shard: Shard): AsyncGenerator<T> {

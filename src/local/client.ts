@@ -2,15 +2,12 @@
 // and typed errors, computed in this page, worker or edge isolate by transformers.js on
 // onnxruntime-web (WebGPU or WASM). Every asset comes from URLs the application serves.
 import { env } from '@huggingface/transformers';
-import { toProblemDocument, type EmbeddingResponse, type OpenAIEmbeddingRequestInput, type OpenAIEmbeddingResponse, type Problem, type RerankResponse, type TokenizeResponse } from '../contract/index.ts';
-import type { TextChunk } from '../embedder/chunk.ts';
-import { makeAPIError } from '../client/errors.ts';
-import type { EmbeddingCreateParams, RerankingCreateParams, TokenizeCreateParams } from '../client/index.ts';
-import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createTokenization, type Outcome } from '../operations/index.ts';
+import { inProcessClient, type InProcessClient } from './in-process.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
-import { parseModelSettings } from '../embedder/settings.ts';
+import { int8Verdict, parseModelSettings, type ModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../backend/transformers-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
+import { messageOf } from '../util/message-of.ts';
 import { chooseDevice, type DeviceChoice, type LocalDevice } from './device.ts';
 import { retryingFetch } from '../util/fetch-retry.ts';
 
@@ -18,6 +15,12 @@ export interface LocalClientOptions {
   /** URL path of the model folder, e.g. '/models/legal-2-embedder/' (served by the application). */
   model: string;
   device?: LocalDevice;
+  /**
+   * The model's precision: auto (default: on WASM the folder's int8 graph, onnx/model_quantized.onnx,
+   * where its lexembed.json says it keeps quality, as the server's CPU path decides; else fp32),
+   * fp32, or q8 (WASM only).
+   */
+  dtype?: LocalDtype;
   /** URLs of onnxruntime-web's asyncify build: { mjs, wasm } (default '/ort/ort-wasm-simd-threaded.asyncify.*'). */
   wasmPaths?: { mjs: string; wasm: string };
   /** WASM threads (needs cross-origin isolation; default: what the runtime offers, at most 4). */
@@ -30,25 +33,9 @@ export interface LocalClientOptions {
   onProgress?: (fraction: number, file: string) => void;
 }
 
-export interface LocalClient {
-  readonly embeddings: { create(params: EmbeddingCreateParams): Promise<EmbeddingResponse> };
-  /** Reranking with the model folder's fit (a 404 APIError where its lexembed.json has none). */
-  readonly rerankings: { create(params: RerankingCreateParams): Promise<RerankResponse> };
-  /**
-   * The OpenAI-compatible embeddings of the server's POST /openai/v1/embeddings (input, model or
-   * its :query/:document alias, input_type, encoding_format, dimensions), for code written
-   * against OpenAI's shape; problems are thrown as this client's typed errors.
-   */
-  readonly openai: { readonly embeddings: { create(params: OpenAIEmbeddingRequestInput): Promise<OpenAIEmbeddingResponse> } };
-  /** Token counts (and offsets) as the server's POST /v1/tokenize answers them. */
-  readonly tokenize: { create(params: TokenizeCreateParams): Promise<TokenizeResponse> };
-  /**
-   * Splits a long text into chunks of at most `size` tokens of this model (default: what one
-   * document embedding reads) with `overlap` tokens repeated, with offsets into the text.
-   */
-  chunkText(text: string, options?: { size?: number; overlap?: number }): Promise<TextChunk[]>;
+export interface LocalClient extends InProcessClient {
   /** Where the model runs and why; resolves once the model is loaded. */
-  readonly ready: Promise<DeviceChoice & { loadMs: number }>;
+  readonly ready: Promise<DeviceChoice & { dtype: string; loadMs: number }>;
   dispose(): Promise<void>;
 }
 
@@ -74,24 +61,8 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
   // (which ends a Node process); one that awaits it still gets the error, once.
   const ready = loading.then(({ choice, loadMs }) => ({ ...choice, loadMs }));
   ready.catch(() => {});
-  /** The server's operation, in this page: its body, or its problem as the HTTP client's typed error. */
-  const run = async <T>(operation: (body: unknown, embedder: Embedder) => Promise<Outcome<T>>, params: unknown): Promise<T> => {
-    const { embedder } = await loading;
-    const outcome = await operation(params, embedder);
-    if (!outcome.ok) throw toError(outcome.problem, docsUrl);
-    return outcome.value.body;
-  };
   return {
-    embeddings: { create: (params) => run(createEmbeddings, params) },
-    rerankings: { create: (params) => run(createRerankings, params) },
-    tokenize: { create: (params) => run(createTokenization, params) },
-    openai: { embeddings: { create: (params) => run(createOpenAIEmbeddings, params) } },
-    async chunkText(text, chunkOptions) {
-      const { embedder } = await loading;
-      const chunks = embedder.chunkText(text, chunkOptions);
-      if (!chunks.ok) throw toError(chunks.problem, docsUrl);
-      return chunks.value;
-    },
+    ...inProcessClient(async () => (await loading).embedder, docsUrl),
     ready,
     async dispose() {
       await (await loading).embedder.dispose();
@@ -99,7 +70,7 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
   };
 }
 
-async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; choice: DeviceChoice; loadMs: number }> {
+async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; choice: DeviceChoice & { dtype: string }; loadMs: number }> {
   const started = performance.now();
   const base = options.model.endsWith('/') ? options.model : `${options.model}/`;
   const parts = base.replace(/\/+$/, '').split('/');
@@ -121,21 +92,40 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
   const settingsResponse = await tf.fetch(`${base}lexembed.json`);
   if (!settingsResponse.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${settingsResponse.status}); serve the model folder at ${base}`);
   const settings = parseModelSettings(await settingsResponse.json(), `${base}lexembed.json`);
-  const choice = await chooseDevice(options.device ?? 'auto', options.allowFallbackAdapter);
-  const backend = await createTransformersBackend({
-    modelId,
-    localModelPath: root,
-    settings,
-    device: choice.device,
-    progress: options.onProgress,
-  });
+  const device = await chooseDevice(options.device ?? 'auto', options.allowFallbackAdapter);
+  const precision = chooseDtype(options.dtype ?? 'auto', device.device, settings);
+  const open = (dtype: ModelSettings['dtype']) =>
+    createTransformersBackend({ modelId, localModelPath: root, settings: { ...settings, dtype }, device: device.device, progress: options.onProgress });
+  let backend: Awaited<ReturnType<typeof open>>;
+  let { dtype, reason } = precision;
+  try {
+    backend = await open(dtype);
+  } catch (error) {
+    // auto's int8 graph would not load (an older onnxruntime-web, a file missing): the float32 one still serves.
+    if (options.dtype === 'q8' || dtype !== 'q8') throw error;
+    backend = await open((dtype = settings.dtype));
+    reason = `dtype ${dtype} (auto: the int8 graph did not load: ${messageOf(error).split('\n')[0]})`;
+  }
+  const choice = { device: device.device, dtype, reason: `${device.reason}; ${reason}` };
   return { embedder: createEmbedder(settings, backend), choice, loadMs: performance.now() - started };
+}
+
+export type LocalDtype = 'auto' | 'fp32' | 'q8';
+
+/** The precision in the page: the server's CPU rule (int8Verdict) on WASM; WebGPU runs the float32 graph. */
+export function chooseDtype(requested: LocalDtype, device: 'webgpu' | 'wasm', settings: ModelSettings): { dtype: ModelSettings['dtype']; reason: string } {
+  if (requested === 'fp32') return { dtype: settings.dtype, reason: 'dtype fp32 was requested' };
+  const verdict = int8Verdict(settings.quantized);
+  if (requested === 'q8') {
+    if (device !== 'wasm') throw new Error('dtype "q8" runs on WASM (int8 MatMulInteger has no WebGPU kernel); use dtype "auto" or "fp32" on WebGPU');
+    if (!settings.quantized) throw new Error('dtype "q8": the model folder\'s lexembed.json lists no int8 graph ("quantized"; made by model/quantize_graph.py)');
+    return { dtype: 'q8', reason: `dtype q8 (${settings.quantized.file}${verdict.figures ? `; ${verdict.figures}` : ''}) was requested` };
+  }
+  if (device !== 'wasm') return { dtype: settings.dtype, reason: `dtype ${settings.dtype} (auto: int8 runs on WASM only)` };
+  if (settings.dtype !== 'fp32' || !verdict.keeps) return { dtype: settings.dtype, reason: `dtype ${settings.dtype} (auto: not q8 because ${verdict.why ?? `the model is ${settings.dtype}`})` };
+  return { dtype: 'q8', reason: `dtype q8 (auto: the int8 graph keeps quality: ${verdict.figures})` };
 }
 
 const uncachedFetch: typeof fetch = (input, init) => fetch(input, { ...init, cache: 'no-store' });
 
-function toError(problem: Problem, docsUrl: string) {
-  const doc = toProblemDocument(problem, docsUrl);
-  return makeAPIError(doc.status, doc, new Headers({ 'content-type': 'application/problem+json', ...problem.headers }));
-}
 export { chunkText, tokenOffsets, wordTokenCounter, type ChunkOptions, type TextChunk, type TokenSpan } from '../embedder/chunk.ts';

@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const NODE_ONLY = new Set(['onnxruntime-node', '@hono/node-server', 'prom-client', 'ioredis', 'tsx', 'autocannon', 'webgpu', ...builtinModules]);
-const ENTRIES = ['src/local/client.ts', 'src/client/index.ts', 'src/contract/index.ts', 'src/edge/handler.ts', 'src/adapters/langchain.ts', 'src/adapters/ai-sdk.ts', 'web-demo/src/main.ts', 'web-demo/src/worker.ts', 'edge/worker.ts'];
+const ENTRIES = ['src/local/client.ts', 'src/documents/extract.ts', 'src/client/index.ts', 'src/contract/index.ts', 'src/edge/handler.ts', 'src/adapters/langchain.ts', 'src/adapters/ai-sdk.ts', 'web-demo/src/main.ts', 'web-demo/src/worker.ts', 'edge/worker.ts'];
 
 function walk(entry: string): { files: string[]; packages: Map<string, string> } {
   const files: string[] = [];
@@ -56,6 +56,7 @@ it.each([
   ['src/contract/index.ts', ['zod']],
   ['src/index.ts', ['zod']],
   ['src/local/client.ts', ['zod', '@huggingface/transformers']],
+  ['src/documents/extract.ts', ['pdfjs-dist', 'mammoth']],
   ['src/edge/handler.ts', ['zod', '@huggingface/transformers', 'hono']],
   ['src/adapters/langchain.ts', ['zod', '@langchain/core']],
   ['src/adapters/ai-sdk.ts', ['zod', '@ai-sdk/provider']],

@@ -1,0 +1,107 @@
+// A folder of legal documents in, answers out, as a user runs it: `lexembed embed <folder>` on
+// real PDF, DOCX, Markdown and text files (and the files that give no text: a scan, an encrypted
+// PDF, an image), then `lexembed search` naming file and page of the passage that answers.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_MODEL_DIR, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { runCli } from '../support/cli.ts';
+import { makeDocx, makePdf } from '../support/documents.ts';
+
+let dir: string;
+let folder: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'lexembed-documents-'));
+  folder = join(dir, 'contracts');
+  mkdirSync(join(folder, 'leases'), { recursive: true });
+  writeFileSync(
+    join(folder, 'leases', 'lease.pdf'),
+    makePdf([
+      ['RESIDENTIAL LEASE AGREEMENT', '1. Rent. The Tenant shall pay the Landlord a monthly rent of 1,200 dollars', 'on the first day of each month, by bank transfer.'],
+      ['2. Termination. Either party may terminate this lease by giving the other', 'at least sixty days written notice before the end of a month.'],
+      ['3. Governing law. This lease is governed by the laws of the Province of Ontario.', '4. Pets. No dogs or cats may be kept on the premises.'],
+    ]),
+  );
+  writeFileSync(
+    join(folder, 'nda.docx'),
+    await makeDocx([
+      'MUTUAL NON-DISCLOSURE AGREEMENT',
+      '',
+      '1. Confidential Information means all information disclosed by one party to the other that is marked confidential.',
+      '2. Return of materials. On request, the receiving party shall return or destroy all documents containing Confidential Information.',
+      '3. Term. The obligations of confidentiality survive for five years after disclosure.',
+    ]),
+  );
+  writeFileSync(join(folder, 'privacy.md'), '# Privacy policy\n\nWe keep personal data for two years after the account is closed.\n\nYou may ask us to delete your personal data at any time.\n');
+  writeFileSync(join(folder, 'notes.txt'), 'Board minutes: the board approved the annual budget.\n');
+  writeFileSync(join(folder, 'scan.pdf'), makePdf([['signed page']], { scan: true }));
+  writeFileSync(join(folder, 'locked.pdf'), makePdf([['top secret']], { password: 'hunter2' }));
+  writeFileSync(join(folder, 'logo.png'), new Uint8Array([0x89, 0x50, 0x4e, 0x47]));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+type Row = { id: string; chunk: number; start: number; end: number; page?: number; paragraph?: number; line?: number; embedding: number[] };
+const readOut = (path: string) => readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
+
+describe('lexembed embed on a folder of documents, then lexembed search', () => {
+  const output = () => join(dir, 'contracts.jsonl');
+
+  it('stops at the first file that gives no text, naming it and what to do; the documents before it are saved', async () => {
+    const r = await runCli(['embed', folder, '--output', output(), '--model', BUNDLED_MODEL_DIR, '--task', 'retrieval/document', '--chunk-tokens', '48', '--progress', 'never']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain('left out 1 file(s) that are not PDF, DOCX, TXT or Markdown');
+    expect(r.stderr).toMatch(/lexembed embed: locked\.pdf: the PDF is password-protected; save an unprotected copy .*; fix it, or pass --on-error skip/);
+    // Walked in name order: leases/lease.pdf comes before locked.pdf, and its chunks are saved.
+    expect(new Set(readOut(output()).map((x) => x.id))).toEqual(new Set(['leases/lease.pdf']));
+  });
+
+  it('with --on-error skip embeds every readable document into chunks that name their page, paragraph or line, and reports the rest', async () => {
+    const r = await runCli(['embed', folder, '--output', output(), '--model', BUNDLED_MODEL_DIR, '--task', 'retrieval/document', '--chunk-tokens', '48', '--on-error', 'skip', '--progress', 'never']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/skipped locked\.pdf: the PDF is password-protected/);
+    expect(r.stderr).toMatch(/skipped scan\.pdf: none of its 1 page has a text layer \(a scanned PDF\?\); lexembed does no OCR/);
+    expect(r.stderr).toContain('resuming after chunk');
+    expect(r.stdout).toMatch(/embedded 3 documents as \d+ chunks into .*contracts\.jsonl \(1 already there, 2 skipped\)/);
+    const rows = readOut(output());
+    expect(new Set(rows.map((x) => x.id))).toEqual(new Set(['leases/lease.pdf', 'notes.txt', 'nda.docx', 'privacy.md']));
+    const pages = rows.filter((x) => x.id === 'leases/lease.pdf').map((x) => x.page!);
+    expect(pages).toEqual(expect.arrayContaining([1, 2])); // the page each chunk starts on
+    expect(pages.every((p) => p >= 1 && p <= 3)).toBe(true);
+    expect(rows.filter((x) => x.id === 'nda.docx').every((x) => typeof x.paragraph === 'number')).toBe(true);
+    expect(rows.filter((x) => x.id === 'privacy.md').every((x) => typeof x.line === 'number')).toBe(true);
+    const meta = JSON.parse(readFileSync(`${output()}.meta.json`, 'utf8'));
+    expect(meta.source).toMatchObject({ format: 'documents', inputs: [folder] });
+    expect(meta.settings.chunk_tokens).toBe(48);
+
+    const again = await runCli(['embed', folder, '--output', output(), '--model', BUNDLED_MODEL_DIR, '--task', 'retrieval/document', '--chunk-tokens', '48', '--on-error', 'skip', '--progress', 'never']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/embedded 0 documents .*\(4 already there, 1 skipped\)/); // scan.pdf comes after the last row written
+    expect(readOut(output())).toHaveLength(rows.length);
+  });
+
+  it('search finds the clause that answers, with its file and page, and the passage itself', async () => {
+    const r = await runCli(['search', output(), 'How much notice must be given to end the lease?', '--model', BUNDLED_MODEL_DIR, '--top', '3']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n')[0]).toMatch(/^1\. 0\.\d{3} {2}leases\/lease\.pdf, pages? 2(–3)?, chunk \d+, characters \d+–\d+$/);
+    expect(r.stdout.split('\n')[1]).toContain('sixty days written notice');
+
+    const json = await runCli(['search', output(), 'how long is personal data kept', '--model', BUNDLED_MODEL_DIR, '--json', '--top', '2']);
+    expect(json.code, json.stderr).toBe(0);
+    const hits = JSON.parse(json.stdout) as { rank: number; score: number; id: string; line?: number; text: string }[];
+    expect(hits[0]).toMatchObject({ rank: 1, id: 'privacy.md', line: expect.any(Number), text: expect.stringContaining('two years') });
+
+    const reranked = await runCli(['search', output(), 'Who must give back confidential documents?', '--model', BUNDLED_MODEL_DIR, '--rerank', '--json', '--top', '1']);
+    expect(reranked.code, reranked.stderr).toBe(0);
+    expect(JSON.parse(reranked.stdout)[0]).toMatchObject({ id: 'nda.docx', paragraph: expect.any(Number), cosine: expect.any(Number), text: expect.stringContaining('return or destroy') });
+  });
+
+  it('search refuses a model whose vectors do not compare with the output\'s, saying which and how', async () => {
+    const r = await runCli(['search', output(), 'termination notice', '--model', STATIC_MODEL_DIR]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/was embedded by model legal-2-embedder-hybrid-v4 \(fingerprint sha256:[0-9a-f]{16}\), and the query would be embedded by legal-2-embedder-static-v4 .*Search with the model that embedded it/);
+    const missing = await runCli(['search', join(dir, 'nothing.jsonl'), 'x']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('no such file');
+  });
+});

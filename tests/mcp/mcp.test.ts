@@ -1,0 +1,170 @@
+// `lexembed mcp` end to end with the official SDK's own client, over stdio (the server a child
+// process, as an assistant starts it) and Streamable HTTP: its tools answer what the HTTP API
+// answers for the same input (vectors, rerank scores, token counts), search names file and page,
+// and failures are MCP tool errors that keep the API's problem.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_MODEL_DIR, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { CLI, runCli, startServe, type ServerProcess } from '../support/cli.ts';
+import { makePdf } from '../support/documents.ts';
+
+type ToolResult = { isError?: boolean; content: { type: string; text: string }[]; structuredContent?: Record<string, unknown>; _meta?: { problem?: Record<string, unknown> } };
+/** Vectors as float32 (the HTTP API writes each component's shortest float32 form; MCP's JSON writes the same numbers in full). */
+const f32 = (vectors: unknown) => (vectors as number[][]).map((v) => v.map((x) => Math.fround(x)));
+
+let dir: string;
+let index: string;
+let api: ServerProcess;
+const clients: Client[] = [];
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'lexembed-mcp-'));
+  const docs = join(dir, 'docs');
+  const { mkdirSync } = await import('node:fs');
+  mkdirSync(docs);
+  writeFileSync(join(docs, 'lease.pdf'), makePdf([
+      ['1. Rent. The Tenant shall pay a monthly rent of 1,200 dollars on the first day of each month,', 'by bank transfer to the account the Landlord names, without deduction or set-off.'],
+      ['2. Termination. Either party may terminate this lease with sixty days written notice to the other.'],
+    ]));
+  writeFileSync(join(docs, 'policy.md'), '# Privacy\n\nPersonal data is kept for two years.\n');
+  index = join(dir, 'corpus.jsonl');
+  const embedded = await runCli(['embed', docs, '--output', index, '--model', STATIC_MODEL_DIR, '--task', 'retrieval/document', '--chunk-tokens', '32', '--progress', 'never']);
+  if (embedded.code !== 0) throw new Error(embedded.stderr);
+  api = await startServe(['--no-auth', '--model', STATIC_MODEL_DIR]);
+}, 120_000);
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => {})));
+  for (const c of children) c.kill('SIGTERM');
+  await api?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function stdioClient(args: string[], env: Record<string, string> = {}): Promise<Client> {
+  const client = new Client({ name: 'lexembed-test', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', ...args], env: { ...(process.env as Record<string, string>), ...env }, stderr: 'ignore' }));
+  clients.push(client);
+  return client;
+}
+
+async function httpClient(args: string[]): Promise<Client> {
+  const child = spawn(process.execPath, [CLI, 'mcp', '--transport', 'http', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.on('exit', (code) => reject(new Error(`lexembed mcp exited with ${code}:\n${output}`)));
+    child.stderr.on('data', (d) => {
+      output += d;
+      const m = /listening on (http:\/\/\S+\/mcp)/.exec(output);
+      if (m) resolve(m[1]!);
+    });
+  });
+  const health = await fetch(url.replace(/\/mcp$/, '/health'));
+  expect(health.status).toBe(200);
+  const client = new Client({ name: 'lexembed-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  clients.push(client);
+  return client;
+}
+
+const call = async (client: Client, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as unknown as ToolResult;
+const post = async (path: string, body: unknown) => {
+  const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+
+describe.each([
+  ['stdio', () => stdioClient(['--model', STATIC_MODEL_DIR, '--index', index])],
+  ['Streamable HTTP', () => httpClient(['--model', STATIC_MODEL_DIR, '--index', index])],
+])('lexembed mcp over %s', (_transport, connect) => {
+  let client: Client;
+  beforeAll(async () => void (client = await connect()), 120_000);
+
+  it('lists its five tools with typed inputs and outputs', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['chunk', 'embed', 'rerank', 'search', 'tokenize']);
+    for (const t of tools) expect(t.outputSchema?.type, t.name).toBe('object');
+  });
+
+  it('embed, rerank and tokenize answer what the HTTP API answers', async () => {
+    const texts = ['The Tenant shall pay rent monthly.', 'Either party may terminate with notice.'];
+    const embed = await call(client, 'embed', { texts, task: 'retrieval/document', dimensions: 64 });
+    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', texts, task: 'retrieval/document', dimensions: 64 });
+    expect(embed.isError).toBeFalsy();
+    expect(f32(embed.structuredContent!.embeddings)).toEqual(f32((viaApi.body.embeddings as { embedding: number[] }[]).map((e) => e.embedding)));
+    expect(embed.structuredContent!.input_tokens).toBe((viaApi.body.usage as { input_tokens: number }).input_tokens);
+
+    const rerank = await call(client, 'rerank', { query: 'ending the lease', texts });
+    const rerankApi = await post('/v1/rerankings', { model: 'legal-2-reranker', query: 'ending the lease', texts });
+    expect(rerank.structuredContent!.results).toEqual(rerankApi.body.results);
+
+    const tokens = await call(client, 'tokenize', { texts });
+    const tokensApi = await post('/v1/tokenize', { model: 'legal-2-embedder', texts });
+    expect(tokens.structuredContent!.input_tokens).toEqual((tokensApi.body.results as { input_tokens: number }[]).map((r) => r.input_tokens));
+  });
+
+  it('chunk cuts with offsets into the text, and search names the file and page of the answer', async () => {
+    const text = 'Section 1. Rent. '.repeat(40);
+    const chunks = (await call(client, 'chunk', { text, chunk_tokens: 20 })).structuredContent!.chunks as { text: string; start: number; end: number }[];
+    expect(chunks.length).toBeGreaterThan(2);
+    for (const c of chunks) expect(text.slice(c.start, c.end)).toBe(c.text);
+
+    const found = await call(client, 'search', { query: 'how much notice to terminate the lease', top: 2 });
+    expect(found.isError, found.content[0]?.text).toBeFalsy();
+    const hits = found.structuredContent!.hits as { id: string; page?: number; page_end?: number; text: string }[];
+    expect(hits[0], JSON.stringify(hits)).toMatchObject({ id: 'lease.pdf', text: expect.stringContaining('sixty days') });
+    // The passage runs from the end of page 1 onto page 2, and says so.
+    expect([hits[0]!.page, hits[0]!.page_end ?? hits[0]!.page]).toEqual([1, 2]);
+  });
+
+  it('a bad call is a tool error carrying the HTTP API\'s problem', async () => {
+    const bad = await call(client, 'embed', { texts: [] });
+    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', texts: [] });
+    expect(bad.isError).toBe(true);
+    expect(bad._meta!.problem).toMatchObject({ status: viaApi.status, title: viaApi.body.title, detail: viaApi.body.detail });
+    expect(bad.content[0]!.text).toBe(`${viaApi.status} ${viaApi.body.title}: ${viaApi.body.detail}`);
+    const unknown = await call(client, 'search', { query: 'x', corpus: 'nope' });
+    expect(unknown).toMatchObject({ isError: true, content: [{ text: 'no corpus "nope"; this server has "corpus"' }] });
+  });
+});
+
+describe('lexembed mcp --remote', () => {
+  it('embeds through a lexembed server, whose keys apply: without one, the tool error keeps its 401 problem', async () => {
+    const open = await stdioClient(['--remote', `${api.url}/v1`]);
+    const r = await call(open, 'embed', { texts: ['Notice to quit'] });
+    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', texts: ['Notice to quit'] });
+    expect(f32(r.structuredContent!.embeddings)).toEqual(f32((viaApi.body.embeddings as { embedding: number[] }[]).map((e) => e.embedding)));
+    expect((await call(open, 'chunk', { text: 'a b c' })).content[0]!.text).toMatch(/^chunk cuts texts with the model's tokenizer/);
+
+    const keyed = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', join(dir, 'keys')]);
+    try {
+      const locked = await stdioClient(['--remote', `${keyed.url}/v1`], { LEXEMBED_API_KEY: '' });
+      const refused = await call(locked, 'embed', { texts: ['Notice to quit'] });
+      expect(refused.isError).toBe(true);
+      expect(refused._meta!.problem).toMatchObject({ status: 401 });
+      expect(refused.content[0]!.text).toMatch(/^401 /);
+    } finally {
+      await keyed.stop();
+    }
+  }, 120_000);
+});
+
+it('the bundled hybrid serves the same vectors through mcp as through serve', async () => {
+  const server = await startServe(['--no-auth', '--model', BUNDLED_MODEL_DIR]);
+  try {
+    const client = await stdioClient(['--model', BUNDLED_MODEL_DIR]);
+    const texts = ['Termination for convenience'];
+    const viaMcp = await call(client, 'embed', { texts, task: 'retrieval/query' });
+    const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts, task: 'retrieval/query' }) });
+    const viaHttp = (await res.json()) as { embeddings: { embedding: number[] }[] };
+    expect(f32(viaMcp.structuredContent!.embeddings)).toEqual(f32(viaHttp.embeddings.map((e) => e.embedding)));
+  } finally {
+    await server.stop();
+  }
+}, 120_000);
