@@ -1,7 +1,9 @@
 // `npm run bench:browser`: in-browser throughput of the bundled model in Debian's Chromium (the
 // built demo's in-page client, WASM, 2 threads under COOP/COEP), beside the Node embedder
-// (onnxruntime-node) on the same texts in the same run.
-// Usage: npm run bench:browser -- [--texts 128] [--words 100] [--batch 32]   (builds the demo first)
+// (onnxruntime-node) on the same texts in the same run. The page runs twice per round, each time
+// in a fresh context: ?dtype=fp32 (the float32 graph) and ?dtype=auto (the page's default: int8
+// where the model card says it keeps quality), rounds alternating; ratio auto ÷ fp32.
+// Usage: npm run bench:browser -- [--texts 128] [--words 100] [--batch 32] [--rounds 2]   (builds the demo first)
 import { execFileSync, spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
@@ -9,7 +11,10 @@ import { BUNDLED_MODEL_DIR, PROJECT_ROOT, loadModelFolder } from '../src/node/ru
 import { CHROMIUM_FLAGS } from '../playwright.config.ts';
 import { makeTexts } from './texts.ts';
 
-const { values } = parseArgs({ options: { texts: { type: 'string', default: '128' }, words: { type: 'string', default: '100' }, batch: { type: 'string', default: '32' } } });
+const { values } = parseArgs({
+  options: { texts: { type: 'string', default: '128' }, words: { type: 'string', default: '100' }, batch: { type: 'string', default: '32' }, rounds: { type: 'string', default: '2' } },
+});
+const rounds = Number(values.rounds);
 const texts = makeTexts(Number(values.texts), Number(values.words));
 const batch = Number(values.batch);
 const PORT = 4199;
@@ -19,19 +24,31 @@ const preview = spawn('npx', ['vite', 'preview', '--config', 'web-demo/vite.conf
 try {
   await waitFor(`http://127.0.0.1:${PORT}/`);
   const browser = await chromium.launch({ executablePath: process.env.LEXEMBED_CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_FLAGS });
-  const page = await browser.newPage();
-  const started = performance.now();
-  await page.goto(`http://127.0.0.1:${PORT}/?device=wasm`);
-  await page.waitForSelector('body[data-ready=true]', { timeout: 300_000 });
-  const loadS = (performance.now() - started) / 1000;
-  const backend = await page.locator('body').getAttribute('data-backend');
-  const run = (chunk: string[]) => page.evaluate((p) => (globalThis as any).lexembed.create(p), { model: 'legal-2-embedder', texts: chunk });
-  const first = await run(texts.slice(0, batch)); // warm-up, not timed
-  const tokens = first.response.usage.input_tokens / batch;
-  const t0 = performance.now();
-  for (let i = 0; i < texts.length; i += batch) await run(texts.slice(i, i + batch));
-  const browserRate = texts.length / ((performance.now() - t0) / 1000);
+  /** One fresh page at `dtype`: its texts/s over the texts (after one warm-up batch), its load time and what it chose. */
+  const measure = async (dtype: string) => {
+    const page = await (await browser.newContext()).newPage();
+    const started = performance.now();
+    await page.goto(`http://127.0.0.1:${PORT}/?device=wasm&dtype=${dtype}`);
+    await page.waitForSelector('body[data-ready=true]', { timeout: 300_000 });
+    const loadS = (performance.now() - started) / 1000;
+    const chose = `${await page.locator('body').getAttribute('data-backend')} ${(await page.locator('body').getAttribute('data-dtype')) ?? ''}`.trim();
+    const run = (chunk: string[]) => page.evaluate((p) => (globalThis as any).lexembed.create(p), { model: 'legal-2-embedder', texts: chunk });
+    const first = await run(texts.slice(0, batch)); // warm-up, not timed
+    const tokens = first.response.usage.input_tokens / batch;
+    const t0 = performance.now();
+    for (let i = 0; i < texts.length; i += batch) await run(texts.slice(i, i + batch));
+    const rate = texts.length / ((performance.now() - t0) / 1000);
+    await page.context().close();
+    return { rate, loadS, chose, tokens };
+  };
+  // fp32 (the page's graph before int8 was offered) and auto (what the page now loads), alternating.
+  const runs: Record<string, Awaited<ReturnType<typeof measure>>[]> = { fp32: [], auto: [] };
+  for (let round = 0; round < rounds; round++) for (const dtype of ['fp32', 'auto']) runs[dtype]!.push(await measure(dtype));
   await browser.close();
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const browserRate = mean(runs.auto!.map((r) => r.rate));
+  const fp32Rate = mean(runs.fp32!.map((r) => r.rate));
+  const tokens = runs.auto![0]!.tokens;
 
   const node = await loadModelFolder(BUNDLED_MODEL_DIR);
   const input = (chunk: string[]) => ({ texts: chunk, task: null, overflowStrategy: 'drop_end' as const, dimensions: null });
@@ -42,7 +59,10 @@ try {
   await node.dispose();
 
   console.log(`model ${BUNDLED_MODEL_DIR}; ${texts.length} texts of ~${tokens.toFixed(0)} tokens, batches of ${batch}`);
-  console.log(`Chromium in-page client (${backend?.trim() || 'wasm'}): ${browserRate.toFixed(1)} texts/s (page ready in ${loadS.toFixed(1)} s)`);
+  for (const [dtype, rs] of Object.entries(runs)) {
+    console.log(`Chromium in-page client, ?dtype=${dtype} (${rs[0]!.chose}): ${mean(rs.map((r) => r.rate)).toFixed(1)} texts/s (rounds: ${rs.map((r) => r.rate.toFixed(1)).join(', ')}; page ready in ${mean(rs.map((r) => r.loadS)).toFixed(1)} s)`);
+  }
+  console.log(`page default (auto) / fp32: ${(browserRate / fp32Rate).toFixed(2)} (target ≥ 1.5)`);
   console.log(`Node embedder, onnxruntime-node, same texts:  ${nodeRate.toFixed(1)} texts/s`);
   console.log(`browser / node: ${(browserRate / nodeRate).toFixed(2)}`);
 } finally {

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, startServe } from '../support/cli.ts';
+import { makeDocx, makePdf } from '../support/documents.ts';
 
 test('loads offline on WASM, shows progress and backend, ranks the expected passage first', async ({ page }) => {
   const external = await offline(page);
@@ -17,9 +18,12 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
   await expect(page.locator('#load-progress')).toBeVisible();
   await searchAndCheck(page, 'wasm');
   await expect(page.locator('body')).toHaveAttribute('data-backend', 'wasm');
-  await expect(page.locator('#status')).toContainText('Backend: wasm — wasm was requested (WASM)');
+  await expect(page.locator('#status')).toContainText('Backend: wasm — wasm was requested (WASM); dtype q8 (auto: the int8 graph keeps quality: dev nDCG@10');
+  await expect(page.locator('body')).toHaveAttribute('data-dtype', 'q8');
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
-  expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model.onnx'))).toBe(true);
+  // On WASM the page loads the int8 graph (the model card's loss is within 0.005), not the float32 one.
+  expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model_quantized.onnx'))).toBe(true);
+  expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model.onnx'))).toBe(false);
   expect(requested.some((p) => /ort-wasm-simd-threaded\.asyncify-.*\.wasm$/.test(p))).toBe(true);
   expect(external).toEqual([]);
 });
@@ -27,7 +31,7 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
 test('a model file whose first fetch fails (connection dropped, then a 503) still loads: the fetch is retried', async ({ page }) => {
   await offline(page);
   const failures: string[] = [];
-  await page.context().route('**/models/legal-2-embedder/onnx/model.onnx', async (route) => {
+  await page.context().route('**/models/legal-2-embedder/onnx/model_quantized.onnx', async (route) => {
     if (failures.length === 0) return failures.push('abort'), route.abort('connectionreset');
     if (failures.length === 1) return failures.push('503'), route.fulfill({ status: 503, body: 'busy' });
     return route.fallback();
@@ -74,6 +78,47 @@ test('a long document: chunked with exact offsets, searched by example queries, 
   // …and most examples find their clause first (v3: 5 of 6; v2: 6 of 6).
   expect(firstHits).toBeGreaterThanOrEqual(examples.length - 1);
   await page.screenshot({ path: 'test-results/screenshots/document-search.png', fullPage: true });
+});
+
+test('a dropped PDF and DOCX are read in the page, chunked, embedded and searched; the best passage names its page or paragraph', async ({ page }) => {
+  const external = await offline(page);
+  await page.goto('/?device=wasm');
+  const body = page.locator('body');
+  await expect(body).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  // Pages of about 150 tokens each, so that the chunks (at most 128 tokens) mostly keep to one page.
+  const filler = (topic: string) => Array.from({ length: 5 }, (_, i) => `${topic} clause ${i + 1}: the parties agree to the schedule set out in annex ${i + 1}.`);
+  const pdf = makePdf([
+    ['RESIDENTIAL LEASE AGREEMENT', '1. Rent. The Tenant shall pay a monthly rent of 1,200 dollars on the first day of each month.', ...filler('Rent')],
+    [...filler('Deposit').slice(0, 2), '2. Termination. Either party may terminate this lease by giving the other at least sixty days written notice.', ...filler('Repairs').slice(0, 3)],
+    ['3. Governing law. This lease is governed by the laws of the Province of Ontario.', ...filler('Law')],
+  ]);
+  await page.setInputFiles('#file', { name: 'lease.pdf', mimeType: 'application/pdf', buffer: Buffer.from(pdf) });
+  await expect(page.locator('#document-status')).toContainText('Read lease.pdf in this page: 3 pages');
+  expect(await page.inputValue('#document')).toContain('sixty days written notice');
+  await page.click('#index-document');
+  await expect(body).toHaveAttribute('data-doc-ready', 'true', { timeout: 120_000 });
+  await page.fill('#document-query', 'How much notice is needed to end the lease?');
+  await page.press('#document-query', 'Enter');
+  await expect(body).toHaveAttribute('data-doc-searched', '1');
+  const best = page.locator('[data-testid=document-result]').first();
+  await expect(best).toHaveAttribute('data-page', '2');
+  await expect(best).toContainText(/chunk \d+ of \d+ · pages? 2(–3)? · characters/);
+  await expect(page.locator('#document-view mark.best')).toContainText('sixty days written notice');
+
+  const docx = await makeDocx(['MUTUAL NON-DISCLOSURE AGREEMENT', '1. Confidential Information means information marked confidential.', '2. Return of materials. On request, the receiving party shall return or destroy all confidential documents.']);
+  await page.setInputFiles('#file', { name: 'nda.docx', mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', buffer: Buffer.from(docx) });
+  await expect(page.locator('#document-status')).toContainText('Read nda.docx in this page: 3 paragraphs');
+  await page.click('#index-document');
+  await expect(body).toHaveAttribute('data-doc-ready', 'true', { timeout: 120_000 });
+  await page.fill('#document-query', 'must the recipient give the documents back?');
+  await page.press('#document-query', 'Enter');
+  await expect(body).toHaveAttribute('data-doc-searched', '2');
+  await expect(page.locator('[data-testid=document-result]').first()).toContainText(/paragraphs? \d/);
+
+  // A scanned PDF is said to be one, not shown as an empty document.
+  await page.setInputFiles('#file', { name: 'scan.pdf', mimeType: 'application/pdf', buffer: Buffer.from(makePdf([['x']], { scan: true })) });
+  await expect(page.locator('#document-status')).toContainText('Could not read scan.pdf: scan.pdf: none of its 1 page has a text layer (a scanned PDF?)');
+  expect(external).toEqual([]);
 });
 
 test('auto picks WASM when no WebGPU adapter is available, and says why', async ({ page }) => {

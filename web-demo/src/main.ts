@@ -1,10 +1,13 @@
 // The demo page: loads the model in a Web Worker, embeds the sample passages once, and ranks
 // them for each query with scores, timings and a similarity heat map; and searches a long
-// document, cut into token chunks with offsets, highlighting the best passages in place.
+// document (pasted, a text file, or a PDF or DOCX read in the page), cut into token chunks with
+// offsets, highlighting the best passages in place and naming their page or paragraph.
 import { PASSAGES, SAMPLE_QUERY } from './passages.ts';
 import type { Chunk, FromWorker, Mode, ToWorker } from './protocol.ts';
 import { SAMPLE_DOCUMENTS } from './samples.ts';
 import { messageOf } from '../../src/util/message-of.ts';
+import { extractDocument, setPdfWorkerSrc, unitAt, type ExtractedDocument } from '../../src/documents/extract.ts';
+import pdfWorkerUrl from 'pdfjs-dist/build/pdf.worker.min.mjs?url';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 let worker: Worker;
@@ -23,12 +26,14 @@ function start(mode: Mode) {
   setStatus(mode.kind === 'local' ? 'Loading the model…' : 'Connecting to the server…');
   document.body.dataset.ready = 'false';
   delete document.body.dataset.backend;
+  delete document.body.dataset.dtype;
   worker.onmessage = async (event: MessageEvent<FromWorker>) => {
     const m = event.data;
     if (m.type === 'progress') showLoadProgress(m.fraction);
     else if (m.type === 'ready') {
       showLoadProgress(1);
       document.body.dataset.backend = m.backend;
+      if (m.dtype) document.body.dataset.dtype = m.dtype;
       setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms. Embedding ${PASSAGES.length} passages…`);
       const t = await embed(PASSAGES.map((p) => p.text), 'retrieval/document');
       passageVectors = t.vectors;
@@ -152,6 +157,15 @@ async function indexDocument() {
 /** Line number (from 1) of a character offset. */
 const lineOf = (offset: number) => documentText.slice(0, offset).split('\n').length;
 
+/** Where a chunk is: its page(s) or paragraph(s) in a PDF or DOCX read here (set on `li` too), else its lines. */
+function whereIs(c: Chunk, li: HTMLElement): string {
+  const doc = loadedDocument && loadedDocument.text === documentText ? loadedDocument : null;
+  const [first, last] = doc ? [unitAt(doc, c.start), unitAt(doc, Math.max(c.start, c.end - 1))] : [lineOf(c.start), lineOf(c.end)];
+  const unit = doc?.unit ?? 'line';
+  if (doc) li.dataset[unit] = String(first);
+  return first === last ? `${unit} ${first}` : `${unit}s ${first}–${last}`;
+}
+
 async function searchDocument(query: string) {
   const { vectors } = await embed([query], 'retrieval/query');
   const ranked = documentChunks.map((c, i) => ({ c, i, score: dot(vectors[0]!, chunkVectors[i]!) })).sort((a, b) => b.score - a.score).slice(0, 5);
@@ -162,9 +176,7 @@ async function searchDocument(query: string) {
     li.dataset.testid = 'document-result';
     li.dataset.start = String(c.start);
     li.dataset.end = String(c.end);
-    const first = lineOf(c.start);
-    const last = lineOf(c.end);
-    li.innerHTML = `<span class="score">${score.toFixed(3)}</span><span class="where">chunk ${i + 1} of ${documentChunks.length} · ${first === last ? `line ${first}` : `lines ${first}–${last}`} · characters ${c.start.toLocaleString('en')}–${c.end.toLocaleString('en')}</span><br>`;
+    li.innerHTML = `<span class="score">${score.toFixed(3)}</span><span class="where">chunk ${i + 1} of ${documentChunks.length} · ${whereIs(c, li)} · characters ${c.start.toLocaleString('en')}–${c.end.toLocaleString('en')}</span><br>`;
     li.append(c.text.length > 240 ? `${c.text.slice(0, 240)}…` : c.text);
     li.addEventListener('click', () => document.querySelector(`#document-view mark[data-rank="${rank}"]`)?.scrollIntoView({ block: 'center', behavior: 'smooth' }));
     list.append(li);
@@ -224,9 +236,26 @@ $('document-query-form').addEventListener('submit', (e) => {
   const query = ($('document-query') as HTMLInputElement).value.trim();
   if (query && documentChunks.length) void searchDocument(query).catch((error) => setDocumentStatus(`Search failed: ${messageOf(error)}`));
 });
+/** The PDF or DOCX the box holds, read in this page: its pages' or paragraphs' starts name where a passage is. */
+let loadedDocument: (ExtractedDocument & { name: string }) | null = null;
 const readFile = async (file: File) => {
-  ($('document') as HTMLTextAreaElement).value = await file.text();
-  setDocumentStatus(`Loaded ${file.name} (${file.size.toLocaleString('en')} bytes); press “Chunk and embed”.`);
+  loadedDocument = null;
+  if (!/\.(pdf|docx)$/i.test(file.name)) {
+    ($('document') as HTMLTextAreaElement).value = await file.text();
+    setDocumentStatus(`Loaded ${file.name} (${file.size.toLocaleString('en')} bytes); press “Chunk and embed”.`);
+    return;
+  }
+  setDocumentStatus(`Reading ${file.name}…`);
+  try {
+    await setPdfWorkerSrc(pdfWorkerUrl);
+    const doc = await extractDocument(new Uint8Array(await file.arrayBuffer()), file.name);
+    loadedDocument = { ...doc, name: file.name };
+    ($('document') as HTMLTextAreaElement).value = doc.text;
+    document.body.dataset.documentUnits = String(doc.starts.length);
+    setDocumentStatus(`Read ${file.name} in this page: ${doc.starts.length} ${doc.unit}${doc.starts.length === 1 ? '' : 's'}, ${doc.text.length.toLocaleString('en')} characters; press “Chunk and embed”.`);
+  } catch (error) {
+    setDocumentStatus(`Could not read ${file.name}: ${messageOf(error)}`);
+  }
 };
 $('file').addEventListener('change', () => {
   const file = ($('file') as HTMLInputElement).files?.[0];
@@ -252,11 +281,15 @@ for (const q of [SAMPLE_QUERY.text, 'how long does copyright last', 'can a debt 
   $('examples').append(b);
 }
 
+// ?dtype=fp32|q8|auto picks the in-page model's precision (default auto; used by bench:browser).
+const dtypeParam = new URLSearchParams(location.search).get('dtype');
+const requestedDtype = dtypeParam === 'fp32' || dtypeParam === 'q8' ? dtypeParam : 'auto';
+
 function currentMode(): Mode {
   const kind = (document.querySelector('input[name=mode]:checked') as HTMLInputElement).value;
   return kind === 'remote'
     ? { kind: 'remote', baseURL: ($('server-url') as HTMLInputElement).value, apiKey: ($('api-key') as HTMLInputElement).value }
-    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm' };
+    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm', dtype: requestedDtype };
 }
 
 $('query-form').addEventListener('submit', (e) => {

@@ -1,5 +1,6 @@
 // Messages between the demo page and its model worker.
-export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm' } | { kind: 'remote'; baseURL: string; apiKey: string };
+/** dtype: the in-page model's precision (?dtype=auto|fp32|q8; auto: int8 on WASM where the model card says it keeps quality). */
+export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm'; dtype?: 'auto' | 'fp32' | 'q8' } | { kind: 'remote'; baseURL: string; apiKey: string };
 
 export type ToWorker =
   | { type: 'init'; mode: Mode }
@@ -23,7 +24,7 @@ export interface Chunk {
 
 export type FromWorker =
   | { type: 'progress'; fraction: number; file: string }
-  | { type: 'ready'; backend: string; reason: string; loadMs: number }
+  | { type: 'ready'; backend: string; dtype?: string; reason: string; loadMs: number }
   | { type: 'failed'; message: string }
   | { type: 'embedded'; id: number; vectors: number[][]; ms: number; inputTokens: number }
   | { type: 'created'; id: number; response: unknown }

@@ -26,12 +26,13 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
         local = createLocalClient({
           model: new URL('models/legal-2-embedder/', self.location.origin + import.meta.env.BASE_URL).pathname,
           device: message.mode.device,
+          dtype: message.mode.dtype,
           wasmPaths: { mjs: new URL(ortMjsUrl, self.location.href).href, wasm: new URL(ortWasmUrl, self.location.href).href },
           onProgress: (fraction, file) => post({ type: 'progress', fraction, file }),
         });
         const ready = await local.ready;
         client = local;
-        post({ type: 'ready', backend: ready.device, reason: ready.reason, loadMs: ready.loadMs });
+        post({ type: 'ready', backend: ready.device, dtype: ready.dtype, reason: ready.reason, loadMs: ready.loadMs });
       } else {
         const started = performance.now();
         local = undefined;
