@@ -17,6 +17,7 @@ const UNIT = [
   'tests/usage/usage-app.test.ts',
   'tests/ecosystem/ai-sdk-7.test.ts',
   'tests/ecosystem/vector-store.test.ts',
+  'tests/documents/**/*.test.ts',
 ];
 
 const IMAGE = ['tests/image/**/*.test.ts'];

@@ -35,7 +35,7 @@ export const EMBED_OPTIONS = {
   'text-field': { default: 'text', help: 'text field (JSONL) or column (CSV)' },
   task: { default: '', help: 'retrieval/query or retrieval/document (default: none)' },
   dimensions: { default: '', help: "embedding dimensions (default: the model's default)" },
-  'batch-size': { default: '64', help: 'texts per model call or request (at most 128 remotely)' },
+  'batch-size': { default: '64', help: 'texts (or chunks) per batch written to the output: one embed call locally (the model batches them further by tokens), one request remotely (at most 128)' },
   'chunk-tokens': { default: '', help: `cut each text into chunks of at most N tokens, one output row per chunk with its character offsets (local model only; at most what the model reads of a document; documents: default ${DOCUMENT_CHUNK_TOKENS})` },
   'overlap-tokens': { default: '0', help: 'with --chunk-tokens: tokens each chunk repeats from the end of the one before (whole words)' },
   model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },

@@ -1,5 +1,7 @@
-// The problem catalogue of spec section 7 (RFC 7807), as data. The HTTP layer only
-// serialises these values; no other module knows a status number.
+// The problem catalogue of spec section 7 (RFC 7807), as data: every problem's status, title and
+// type anchor are here. The HTTP layer serialises these values; the status numbers elsewhere are
+// probes' own answers (GET /health's 503 while loading, route-table.ts) and the drain's 503 for a
+// request cut off at shutdown (node/server.ts), which are not API problems.
 import { z } from 'zod';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

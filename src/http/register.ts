@@ -1,5 +1,5 @@
-// Registration apart from the rows (as Hono's own hono-base.ts keeps registration apart from
-// dispatch): each row becomes a Hono route that authenticates first wherever the row names a
+// Registration apart from the rows (the rows are data in route-table.ts; this file turns them into
+// Hono routes): each row becomes a Hono route that authenticates first wherever the row names a
 // resource, meters it where the row names what it counts as, runs the handler, and serialises
 // its outcome here, once: a value as JSON, a problem in the route's error shape.
 import type { Context, Hono } from 'hono';

@@ -2,7 +2,8 @@
 // called on for the whole batch (measured: 757 ms for 32×128 tokens on MiniLM-L6 with no timer
 // tick), so on the main thread it would stall HTTP and health checks. The thread also chooses the
 // device: on WebGPU it must install onnxruntime-web before it imports transformers.js, which the
-// main thread (tokenising on onnxruntime-node's transformers.js) cannot do.
+// main thread cannot do for it (the main thread tokenises with @huggingface/tokenizers, the library
+// transformers.js wraps, and never loads transformers.js: worker-backend.ts, tokenizer.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
 import { join } from 'node:path';

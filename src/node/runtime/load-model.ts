@@ -53,7 +53,7 @@ export interface LoadModelOptions {
    * TransformersBackendOptions.smallBatchTokens.
    */
   readonly smallBatchTokens?: number;
-  /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default: src/backend/transformers-backend.ts). */
+  /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default, set below in loadModelFolder; transformers-backend.ts applies it). */
   readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
   readonly limits?: SchedulerLimits;
