@@ -10,6 +10,7 @@
 // onnxruntime-node, on the same texts.
 // Usage: npm run bench -- [--model <dir>] [--duration 10] [--workloads short,medium,long,mixed] [--skip-naive] [--skip-metering]
 //        [--devices cpu,webgpu] [--gpu-adapter NVIDIA] [--webgpu-max-batch-tokens auto|N]
+//        [--webgpu-graph auto|plain|fused] [--webgpu-dtype auto|fp32|fp16]
 import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
@@ -42,6 +43,9 @@ const { values } = parseArgs({
     devices: { type: 'string', default: 'cpu' },
     'gpu-adapter': { type: 'string', default: '' },
     'webgpu-max-batch-tokens': { type: 'string', default: 'auto' },
+    // The WebGPU path's graph and precision (serve's --graph and --dtype; the CPU path keeps its defaults).
+    'webgpu-graph': { type: 'string', default: 'auto' },
+    'webgpu-dtype': { type: 'string', default: 'auto' },
     json: { type: 'string', default: join(PROJECT_ROOT, 'bench-results', 'bench.json') },
   },
 });
@@ -65,6 +69,7 @@ const batchTokensFor = (device: string) => (device === 'webgpu' ? webgpuBatchTok
 const serverArgs = (device: string) => [
   '--inference', values.inference!, '--threads', String(threads), '--max-batch-tokens', String(batchTokensFor(device)),
   '--device', device, ...(gpuAdapter ? ['--gpu-adapter', gpuAdapter] : []),
+  ...(device === 'webgpu' ? ['--graph', values['webgpu-graph']!, '--dtype', values['webgpu-dtype']!] : []),
 ];
 const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
 
@@ -107,6 +112,7 @@ for (const device of devices) {
     threads,
     device: device as 'cpu',
     gpuAdapter,
+    ...(device === 'webgpu' ? { graph: values['webgpu-graph'] as 'auto', gpuDtype: values['webgpu-dtype'] as 'auto' } : {}),
     limits: { maxBatchSize: 64, maxBatchTokens, maxQueueTokens: 1 << 22, minPaddingEfficiency: 0.9 },
     batch: { tokens: budget, size: budget === 'auto' ? 'auto' : 64 },
   });

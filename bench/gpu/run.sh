@@ -127,6 +127,11 @@ for MODEL in ${MODELS//,/ }; do
   if [ "$FP16" = 1 ] && [ ! -e "$DIR/onnx/model_fp16.onnx" ]; then
     python3 model/make_fp16.py "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fp16 graph for $MODEL (make_fp16.py failed; see above): WebGPU runs fp32"
   fi
+  # onnxruntime's fused graph (model/fuse_graph.py; needs onnxruntime's Python package): timed
+  # against the exported graph below, both in fp32 on the WebGPU path, in one run.
+  if [ ! -e "$DIR/onnx/model_fused.onnx" ]; then
+    python3 model/fuse_graph.py --model "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fused graph for $MODEL (fuse_graph.py failed; see above)"
+  fi
   if [ "$TORCH" = 1 ]; then
     # A failing step is logged and the run goes on: on a lent GPU machine, one broken step must not
     # cost the figures of the others (the report leaves out what is missing).
@@ -142,6 +147,14 @@ for MODEL in ${MODELS//,/ }; do
   tsx bench/run.ts --model "$DIR" --devices cpu,webgpu --gpu-adapter "$ADAPTER" --workloads "$WORKLOADS" \
     --duration "$DURATION" --skip-naive --skip-metering --webgpu-max-batch-tokens "$BATCH_TOKENS" --json "$WORK/bench-$MODEL.json" 2>&1 | tee -a "$WORK/run.log" \
     || log "the benchmark failed for $MODEL (see the log above); the next model goes on"
+  if [ -e "$DIR/onnx/model_fused.onnx" ]; then
+    for GRAPH in plain fused; do
+      log "WebGPU fp32, --graph $GRAPH ($MODEL, medium workload): the fused graph against the exported one"
+      tsx bench/run.ts --model "$DIR" --devices webgpu --gpu-adapter "$ADAPTER" --workloads medium --duration "$DURATION" \
+        --skip-naive --skip-metering --webgpu-max-batch-tokens "$BATCH_TOKENS" --webgpu-graph "$GRAPH" --webgpu-dtype fp32 \
+        --json "$WORK/graph-$GRAPH-$MODEL.json" 2>&1 | tee -a "$WORK/run.log" || log "the --graph $GRAPH run failed for $MODEL (see the log)"
+    done
+  fi
 done
 
 # A report that fails still leaves the raw files.

@@ -12,6 +12,8 @@ export interface TransformersBackendOptions {
   /** Path or URL path under which model folders live, ending in `/`. */
   readonly localModelPath: string;
   readonly settings: ModelSettings;
+  /** Another graph of the folder's onnx/ than model*.onnx, by its base name (e.g. "model_fused": onnx/model_fused.onnx). */
+  readonly modelFileName?: string;
   /** transformers.js device, e.g. 'cpu' (onnxruntime-node), 'wasm', 'webgpu'. */
   readonly device?: string;
   /**
@@ -66,6 +68,7 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     AutoModel.from_pretrained(options.modelId, {
       progress_callback,
       dtype: options.settings.dtype,
+      ...(options.modelFileName ? { model_file_name: options.modelFileName } : {}),
       device: (injected ? 'auto' : device) as 'cpu',
       session_options: {
         ...(injected ? { executionProviders: injected } : intraOpNumThreads ? { intraOpNumThreads, interOpNumThreads: 1 } : {}),

@@ -1,6 +1,6 @@
 // Options that choose where a local model runs (src/node/runtime/webgpu/), shared by serve and embed.
 import { z } from 'zod';
-import { GPU_DTYPES, SERVER_DEVICES } from '../node/runtime/webgpu/decide.ts';
+import { GPU_DTYPES, GRAPHS, SERVER_DEVICES } from '../node/runtime/webgpu/decide.ts';
 import type { OptionSpecs } from './options.ts';
 
 export const DEVICE_OPTIONS = {
@@ -13,6 +13,11 @@ export const DEVICE_OPTIONS = {
     help:
       "the model's precision: auto (on the cpu, q8 where the model folder has onnx/model_quantized.onnx and lexembed.json says it loses at most 0.005 nDCG@10 on the dev set, else fp32; on WebGPU, fp16 where the adapter has shader-f16 and the folder has onnx/model_fp16.onnx, else fp32), fp32, q8 (cpu: int8 MatMuls, model/quantize_graph.py) or fp16 (WebGPU: model/make_fp16.py); an explicit one that cannot be had stops with the reason. fp16 is checked at load against the cpu path (min cosine 0.999 on 8 texts); below it, auto loads fp32 and fp16 stops",
   },
+  graph: {
+    env: 'LEXEMBED_GRAPH',
+    default: 'auto',
+    help: "auto (onnxruntime's fused graph, onnx/model_fused.onnx from model/fuse_graph.py, on onnxruntime-node's WebGPU provider where the folder has it; else the exported graph), plain (the exported graph) or fused (stops if it cannot be had)",
+  },
 } satisfies OptionSpecs;
 
 export const DeviceConfigSchema = z.object({
@@ -20,9 +25,10 @@ export const DeviceConfigSchema = z.object({
   'gpu-adapter': z.string(),
   'webgpu-runtime': z.enum(['native', 'web'], { error: 'must be "native" or "web"' }),
   dtype: z.enum(GPU_DTYPES, { error: 'must be "auto", "fp32", "fp16" or "q8"' }),
+  graph: z.enum(GRAPHS, { error: 'must be "auto", "plain" or "fused"' }),
 });
 
 /** The loadModelFolder options the device flags stand for. */
 export function deviceOptions(config: z.output<typeof DeviceConfigSchema>) {
-  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined, webgpuRuntime: config['webgpu-runtime'], gpuDtype: config.dtype };
+  return { device: config.device, gpuAdapter: config['gpu-adapter'] || undefined, webgpuRuntime: config['webgpu-runtime'], gpuDtype: config.dtype, graph: config.graph };
 }

@@ -52,6 +52,16 @@ export const ModelSettingsSchema = z
       })
       .loose()
       .optional(),
+    /** The folder's fused graph (model/fuse_graph.py): --graph auto runs it on onnxruntime-node's WebGPU provider; absent: none. */
+    fused: z
+      .object({
+        file: z.string().min(1),
+        min_cosine: z.number().min(-1).max(1),
+        /** SHA-256 of the onnx/model.onnx it was made from (a folder rebuilt since has another). */
+        source_sha256: z.string().optional(),
+      })
+      .loose()
+      .optional(),
   })
   .loose();
 

@@ -6,7 +6,7 @@
 // gathers the facts (the inference worker asks Dawn for adapters) and carries the plan out.
 import type { AdapterReport } from '../../backend/device-rules.ts';
 import { batchRule, type BatchRule, type BatchSettings } from './batch-plan.ts';
-import { decideGpuDtype, decideServerDevice, type GpuDtype, type QuantizedFacts, type ServerDevice } from './webgpu/decide.ts';
+import { decideGpuDtype, decideGraph, decideServerDevice, type FusedFacts, type GpuDtype, type GraphChoice, type QuantizedFacts, type ServerDevice } from './webgpu/decide.ts';
 import type { WebGPUHandle } from './webgpu/detect.ts';
 
 /** What was asked: serve's and embed's options. */
@@ -19,6 +19,8 @@ export interface InferenceRequest {
   readonly webgpuRuntime?: 'native' | 'web';
   /** --dtype: auto, fp32, fp16 (WebGPU) or q8 (CPU). */
   readonly dtype: GpuDtype;
+  /** --graph: auto (default), plain or fused (decideGraph). */
+  readonly graph?: GraphChoice;
   /** Set when the fp16 graph was loaded and its vectors refused at load (load-model.ts): auto then plans fp32 and says why. */
   readonly fp16Refused?: string;
   /** LEXEMBED_GPU_POOLING=js: read the hidden state back and pool in JavaScript even where the GPU could (for comparison). */
@@ -41,6 +43,8 @@ export interface InferenceFacts {
     readonly hasFp16File: boolean;
     /** Its int8 graph (onnx/model_quantized.onnx) and lexembed.json's figures for it. */
     readonly quantized?: QuantizedFacts;
+    /** Its fused graph (onnx/model_fused.onnx). */
+    readonly fused?: FusedFacts;
     readonly folder: string;
   };
 }
@@ -51,11 +55,13 @@ export interface InferencePlan {
   readonly runtime: 'onnxruntime-node' | 'onnxruntime-node-webgpu' | 'onnxruntime-web';
   /** The precision the session loads (transformers.js's dtype). */
   readonly dtype: string;
+  /** The exported graph, or onnxruntime's fused one (onnx/model_fused.onnx). */
+  readonly graph: 'plain' | 'fused';
   /** gpu: the hidden state stays on the device and a second session pools it (device-pooling.ts). */
   readonly pooling: 'gpu' | 'javascript';
   readonly batch: BatchRule;
   /** Why, per decision, in the words the start-up log shows (describePlan). */
-  readonly reasons: { readonly device: string; readonly runtime?: string; readonly dtype?: string; readonly pooling?: string };
+  readonly reasons: { readonly device: string; readonly runtime?: string; readonly dtype?: string; readonly graph?: string; readonly pooling?: string };
 }
 
 /**
@@ -81,17 +87,20 @@ export function planInference(request: InferenceRequest, facts: InferenceFacts):
     folder: facts.model.folder,
     fp16Refused: request.fp16Refused,
   });
+  const graph = decideGraph(request.graph ?? 'auto', { device: decision.device, runtime: web ? 'web' : 'native', dtype: precision.dtype, fused: facts.model.fused, folder: facts.model.folder });
   const pooling = native && !request.poolInJs ? 'gpu' : 'javascript';
   return {
     device: decision.device,
     ...(decision.adapter ? { adapter: decision.adapter } : {}),
     runtime: native ? 'onnxruntime-node-webgpu' : web ? 'onnxruntime-web' : 'onnxruntime-node',
     dtype: precision.dtype,
+    graph: graph.graph,
     pooling,
     batch: batchRule(request.batch, decision.device),
     reasons: {
       device: decision.reason,
       dtype: precision.reason,
+      ...(graph.reason ? { graph: graph.reason } : {}),
       ...(webgpu ? { runtime: web ? 'onnxruntime-web over Dawn' : "onnxruntime-node's WebGPU provider" } : {}),
       ...(native ? { pooling: pooling === 'gpu' ? `${facts.model.pooling} pooling on the GPU` : 'pooling in JavaScript (LEXEMBED_GPU_POOLING=js)' } : {}),
     },
@@ -109,5 +118,6 @@ export function withJavaScriptPooling(plan: InferencePlan, why: string): Inferen
  */
 export function describePlan(plan: InferencePlan): string {
   const r = plan.reasons;
-  return plan.device === 'webgpu' ? `${r.device} (${r.runtime}); ${r.dtype}${r.pooling ? `; ${r.pooling}` : ''}` : `${r.device}; ${r.dtype}`;
+  const graph = r.graph ? `; ${r.graph}` : '';
+  return plan.device === 'webgpu' ? `${r.device} (${r.runtime}); ${r.dtype}${graph}${r.pooling ? `; ${r.pooling}` : ''}` : `${r.device}; ${r.dtype}${graph}`;
 }

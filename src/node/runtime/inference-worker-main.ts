@@ -40,7 +40,7 @@ try {
   if (plan.runtime === 'onnxruntime-web') await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../../backend/transformers-backend.ts');
-  const options = { ...data, settings: { ...data.settings, dtype: plan.dtype as typeof data.settings.dtype } };
+  const options = { ...data, settings: { ...data.settings, dtype: plan.dtype as typeof data.settings.dtype }, ...(plan.graph === 'fused' ? { modelFileName: 'model_fused' } : {}) };
   let backend: Awaited<ReturnType<typeof createTransformersBackend>> | undefined;
   if (plan.pooling === 'gpu') {
     // The hidden state stays on the GPU and is pooled there (device-pooling.ts); if setting that

@@ -13,7 +13,7 @@ import { applyBatchRule, DEFAULT_SMALL_BATCH_TOKENS, type BatchSettings } from '
 import { checkFp16AgainstCpu, describeFp16Check, type Fp16Check } from './fp16-check.ts';
 import { planInference, type InferenceRequest } from './inference-plan.ts';
 import type { Embedder } from '../../embedder/types.ts';
-import type { GpuDtype, ServerDevice } from './webgpu/decide.ts';
+import type { GpuDtype, GraphChoice, ServerDevice } from './webgpu/decide.ts';
 import { graphFileOf, modelFacts } from './model-files.ts';
 import { messageOf } from '../../util/message-of.ts';
 
@@ -73,8 +73,10 @@ export interface LoadModelOptions {
   readonly gpuAdapter?: string;
   /** native (default) or web: see InferenceWorkerData.webgpuRuntime. */
   readonly webgpuRuntime?: 'native' | 'web';
-  /** The model's precision on WebGPU: auto (default), fp32 or fp16 (see decideGpuDtype). */
+  /** The model's precision: auto (default), fp32, fp16 (WebGPU) or q8 (CPU) (see decideGpuDtype). */
   readonly gpuDtype?: GpuDtype;
+  /** The exported or the fused graph: auto (default), plain or fused (see decideGraph). */
+  readonly graph?: GraphChoice;
 }
 
 /**
@@ -123,6 +125,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     gpuAdapter: options.gpuAdapter,
     webgpuRuntime: options.webgpuRuntime,
     dtype: options.gpuDtype ?? 'auto',
+    graph: options.graph ?? 'auto',
     poolInJs: process.env.LEXEMBED_GPU_POOLING === 'js',
     batch: options.batch ?? {},
   };
@@ -133,7 +136,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     options.inference === 'main' ? createMainThreadBackend(backendOptions, asked, folder) : createWorkerBackend({ ...backendOptions, request: asked, lanes: options.lanes, oneBatchAtATime: options.oneBatchAtATime });
   let backend = await checkedFp16(await open(request), request, backendOptions, open);
   // The graph the plan chose (fp32, the fp16 or the int8 sibling) is what makes the vectors.
-  settings.fingerprint = modelFingerprint(folder, backend.plan.dtype);
+  settings.fingerprint = modelFingerprint(folder, backend.plan.dtype, backend.plan.graph);
   try {
     const batch = await applyBatchRule(backend.plan.batch, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
     if (batch.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` };
@@ -183,7 +186,7 @@ async function createMainThreadBackend(options: TransformersBackendOptions, requ
   const plan = planInference({ ...request, device: 'cpu' }, { gpu: null, model: modelFacts(folder, settings) });
   // Imported here: transformers.js is loaded on the main thread only when the model runs there.
   const { createTransformersBackend } = await import('../../backend/transformers-backend.ts');
-  const backend = await createTransformersBackend({ ...options, settings: { ...settings, dtype: plan.dtype as typeof settings.dtype } });
+  const backend = await createTransformersBackend({ ...options, settings: { ...settings, dtype: plan.dtype as typeof settings.dtype }, ...(plan.graph === 'fused' ? { modelFileName: 'model_fused' } : {}) });
   return { ...backend, plan };
 }
 
@@ -198,12 +201,12 @@ function readJsonFile(path: string): unknown {
 
 /**
  * A short hash of what decides the vectors: the ONNX graph served at `dtype` (onnx/model.onnx, or
- * its fp16 or int8 sibling), the tokenizer and lexembed.json. An index built with one fingerprint
+ * its fp16, int8 or fused sibling), the tokenizer and lexembed.json. An index built with one fingerprint
  * must be queried by a server showing the same one.
  * @example modelFingerprint('models/legal-2-embedder') // 'sha256:3f9a0c…' (16 hex digits)
  */
-export function modelFingerprint(folder: string, dtype = 'fp32'): string {
+export function modelFingerprint(folder: string, dtype = 'fp32', graph: 'plain' | 'fused' = 'plain'): string {
   const hash = createHash('sha256');
-  for (const file of [graphFileOf(dtype), 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
+  for (const file of [graphFileOf(dtype, graph), 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
   return `sha256:${hash.digest('hex').slice(0, 16)}`;
 }

@@ -5,30 +5,33 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelSettings } from '../../embedder/settings.ts';
 import type { InferenceFacts } from './inference-plan.ts';
-import { FP16_MODEL_FILE, Q8_MODEL_FILE } from './webgpu/decide.ts';
+import { FP16_MODEL_FILE, FUSED_MODEL_FILE, Q8_MODEL_FILE } from './webgpu/decide.ts';
 
-/** The file transformers.js loads for `dtype` (its suffixes: fp16 → _fp16, q8 → _quantized). */
-export function graphFileOf(dtype: string): string {
+/** The file transformers.js loads for `dtype` (its suffixes: fp16 → _fp16, q8 → _quantized), or the fused graph. */
+export function graphFileOf(dtype: string, graph: 'plain' | 'fused' = 'plain'): string {
+  if (graph === 'fused') return FUSED_MODEL_FILE;
   return dtype === 'fp16' ? FP16_MODEL_FILE : dtype === 'q8' ? Q8_MODEL_FILE : join('onnx', 'model.onnx');
 }
 
 /** What `folder` (with its parsed lexembed.json) offers the plan. */
-export function modelFacts(folder: string, settings: Pick<ModelSettings, 'dtype' | 'pooling' | 'quantized'>): InferenceFacts['model'] {
+export function modelFacts(folder: string, settings: Pick<ModelSettings, 'dtype' | 'pooling' | 'quantized' | 'fused'>): InferenceFacts['model'] {
   return {
     dtype: settings.dtype,
     pooling: settings.pooling,
     hasFp16File: existsSync(join(folder, FP16_MODEL_FILE)),
-    quantized: quantizedFacts(folder, settings.quantized),
+    quantized: siblingFacts(folder, Q8_MODEL_FILE, settings.quantized),
+    fused: siblingFacts(folder, FUSED_MODEL_FILE, settings.fused),
     folder,
   };
 }
 
-/** The int8 graph: there or not, and stale where its record names another float32 graph than the folder's. */
-function quantizedFacts(folder: string, record: ModelSettings['quantized']) {
-  const hasFile = existsSync(join(folder, Q8_MODEL_FILE));
+/** A graph made from onnx/model.onnx (int8, fused): there or not, and stale where its record names another float32 graph than the folder's. */
+function siblingFacts<R extends { source_sha256?: string } | undefined>(folder: string, file: string, record: R): { hasFile: boolean; record: R; stale?: string } {
+  const hasFile = existsSync(join(folder, file));
   if (!hasFile || !record?.source_sha256) return { hasFile, record };
   const now = createHash('sha256').update(readFileSync(join(folder, 'onnx', 'model.onnx'))).digest('hex');
+  const section = file === Q8_MODEL_FILE ? 'quantized' : 'fused';
   return now === record.source_sha256
     ? { hasFile, record }
-    : { hasFile, record, stale: `${Q8_MODEL_FILE} was made from another onnx/model.onnx (lexembed.json "quantized" names sha256 ${record.source_sha256.slice(0, 12)}…, the folder's is ${now.slice(0, 12)}…): the folder was rebuilt since` };
+    : { hasFile, record, stale: `${file} was made from another onnx/model.onnx (lexembed.json "${section}" names sha256 ${record.source_sha256.slice(0, 12)}…, the folder's is ${now.slice(0, 12)}…): the folder was rebuilt since` };
 }

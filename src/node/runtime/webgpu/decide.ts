@@ -42,6 +42,49 @@ export interface QuantizedFacts {
   readonly stale?: string;
 }
 
+/** The folder's fused graph: whether the file is there, and lexembed.json's record of it (model/fuse_graph.py). */
+export interface FusedFacts {
+  readonly hasFile: boolean;
+  readonly record: ModelSettings['fused'];
+  /** Set where the record names another onnx/model.onnx than the folder's (rebuilt since). */
+  readonly stale?: string;
+}
+
+/** --graph: the exported graph (plain), onnxruntime's fused one (fused), or auto (fused on the native WebGPU provider where the folder has it). */
+export const GRAPHS = ['auto', 'plain', 'fused'] as const;
+export type GraphChoice = (typeof GRAPHS)[number];
+/** The fused graph beside onnx/model.onnx (transformers.js's model_file_name "model_fused"). */
+export const FUSED_MODEL_FILE = 'onnx/model_fused.onnx';
+
+/**
+ * Which graph runs: onnxruntime's fused one (Attention, SkipLayerNormalization, BiasGelu: kernels
+ * its WebGPU provider ships, which an exported graph never reaches) or the exported one. auto takes
+ * the fused graph on onnxruntime-node's WebGPU provider in float32 where the folder has a fresh one
+ * (measured on lavapipe: ×1.28 at 8 × 16 tokens, ×1.36 at 8 × 128, identical vectors), and the
+ * exported graph on the CPU (fusing gained nothing there: ×0.94–1.06), saying why on WebGPU; an
+ * explicit fused that cannot be had stops start-up with the reason.
+ */
+export function decideGraph(requested: GraphChoice, facts: { device: 'webgpu' | 'cpu'; runtime: 'native' | 'web'; dtype: string; fused?: FusedFacts; folder: string }): { graph: 'plain' | 'fused'; reason?: string } {
+  const make = `make it with: python3 model/fuse_graph.py --model ${facts.folder} (onnx and onnxruntime's Python package)`;
+  const missing = !facts.fused?.hasFile
+    ? `the model folder has no ${FUSED_MODEL_FILE} (${make})`
+    : facts.fused.stale
+      ? `${facts.fused.stale} (${make})`
+      : facts.dtype !== 'fp32'
+        ? `the plan runs ${facts.dtype} and the fused graph is float32 (--dtype fp32 for it)`
+        : undefined;
+  if (requested === 'fused') {
+    if (missing) throw new Error(`--graph fused: ${missing}`);
+    return { graph: 'fused', reason: `fused graph ${FUSED_MODEL_FILE} was requested` };
+  }
+  if (requested === 'plain') return { graph: 'plain', reason: 'exported graph (--graph plain)' };
+  if (facts.device !== 'webgpu') return { graph: 'plain' };
+  const why = facts.runtime !== 'native' ? "the fused graph runs on onnxruntime-node's WebGPU provider (--webgpu-runtime native)" : missing;
+  return why
+    ? { graph: 'plain', reason: `exported graph (auto: not fused because ${why})` }
+    : { graph: 'fused', reason: `fused graph ${FUSED_MODEL_FILE} (auto: onnxruntime's fused kernels on its WebGPU provider)` };
+}
+
 export interface DtypeFacts {
   /** Where the model runs (the device decision). */
   readonly device: 'webgpu' | 'cpu';

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Writes onnx/model_fused.onnx beside a model folder's onnx/model.onnx: the same graph with its
+transformer fused by onnxruntime's transformer optimiser (Attention, SkipLayerNormalization,
+BiasGelu: the kernels onnxruntime's WebGPU provider ships, which an exported graph of MatMuls and
+Softmax never reaches), checked against the exported graph, and recorded in lexembed.json as
+"fused" (its min cosine and the sha256 of the model.onnx it was made from).
+
+`lexembed serve --device webgpu` runs it under `--graph auto` on onnxruntime-node's own WebGPU
+provider (measured there against the exported graph: docs/gpu.md); the CPU keeps the exported
+graph or the int8 one (fusing gained nothing on this project's CPU). Like model_fp16.onnx it is
+made where it is used rather than shipped (about the size of model.onnx). Needs onnx and
+onnxruntime's Python package (its `onnxruntime.transformers` optimiser; model/README.md's venv).
+
+    python3 model/fuse_graph.py --model models/legal-2-embedder --parity tests/fixtures/legal-model-parity.json
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+FUSED_FILE = "model_fused.onnx"
+# Fusion rewrites the arithmetic, not the model: anything further than this from the exported
+# graph's vectors is a wrong fusion, and nothing is written.
+MIN_COSINE = 0.99999
+
+
+def transformer_shape(model, folder):
+    """(heads, hidden) of the transformer inside the graph: hidden from its position embeddings
+    (a hybrid's config.json gives the served width instead), heads from config.json."""
+    from onnx import numpy_helper
+    with open(os.path.join(folder, "config.json")) as f:
+        heads = json.load(f)["num_attention_heads"]
+    for t in model.graph.initializer:
+        if t.name.endswith("position_embeddings.weight"):
+            return heads, int(numpy_helper.to_array(t).shape[1])
+    raise SystemExit(f"fuse_graph.py: {folder}/onnx/model.onnx has no BERT position embeddings (a static model has no transformer to fuse)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="a transformer or hybrid model folder")
+    p.add_argument("--parity", help="a parity fixture whose texts join the check")
+    args = p.parse_args()
+    import onnx
+    from onnxruntime.transformers.optimizer import optimize_model
+    from evaluate import onnx_embed_fn
+    from quantize_graph import file_sha256, probe_texts
+
+    started = time.time()
+    source = os.path.join(args.model, "onnx", "model.onnx")
+    heads, hidden = transformer_shape(onnx.load(source, load_external_data=False), args.model)
+    optimized = optimize_model(source, model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0)
+    fusions = {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
+    if not fusions.get("Attention"):
+        raise SystemExit(f"fuse_graph.py: the optimiser fused no attention in {source} ({fusions}); nothing written")
+    target = os.path.join(args.model, "onnx", FUSED_FILE)
+    optimized.save_model_to_file(target)
+    texts = probe_texts(args.parity)
+    cosine = float((onnx_embed_fn(args.model)(texts) * onnx_embed_fn(args.model, file=FUSED_FILE)(texts)).sum(1).min())
+    if cosine < MIN_COSINE:
+        os.remove(target)
+        raise SystemExit(f"fuse_graph.py: the fused graph's vectors are off (min cosine {cosine:.7f} < {MIN_COSINE}); not written")
+    settings_path = os.path.join(args.model, "lexembed.json")
+    with open(settings_path) as f:
+        settings = json.load(f)
+    settings["fused"] = {"file": f"onnx/{FUSED_FILE}", "fusions": fusions, "min_cosine": round(cosine, 7),
+                         "made_by": "model/fuse_graph.py (onnxruntime.transformers optimize_model, bert, opt_level 0)",
+                         "source_sha256": file_sha256(source)}
+    with open(settings_path, "w") as f:
+        json.dump(settings, f, indent=2)
+        f.write("\n")
+    print(f"wrote {target}: {fusions}; min cosine to model.onnx over {len(texts)} texts {cosine:.7f} ({time.time() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
