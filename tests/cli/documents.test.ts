@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { runCli } from '../support/cli.ts';
+import { runCli, startServe } from '../support/cli.ts';
 import { makeDocx, makePdf } from '../support/documents.ts';
 
 let dir: string;
@@ -95,6 +95,31 @@ describe('lexembed embed on a folder of documents, then lexembed search', () => 
     expect(reranked.code, reranked.stderr).toBe(0);
     expect(JSON.parse(reranked.stdout)[0]).toMatchObject({ id: 'nda.docx', paragraph: expect.any(Number), cosine: expect.any(Number), text: expect.stringContaining('return or destroy') });
   });
+
+  it('search through a lexembed server (--remote) finds what the local model finds', async () => {
+    const server = await startServe(['--no-auth', '--model', BUNDLED_MODEL_DIR]);
+    try {
+      const query = 'How much notice must be given to end the lease?';
+      const [remote, local] = await Promise.all([
+        runCli(['search', output(), query, '--remote', `${server.url}/v1`, '--json', '--top', '3']),
+        runCli(['search', output(), query, '--model', BUNDLED_MODEL_DIR, '--json', '--top', '3']),
+      ]);
+      expect(remote.code, remote.stderr).toBe(0);
+      const ids = (out: string) => (JSON.parse(out) as { id: string; chunk: number; score: number }[]).map((h) => [h.id, h.chunk, h.score.toFixed(4)]);
+      expect(ids(remote.stdout)).toEqual(ids(local.stdout));
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  it('shards: two machines\' outputs, concatenated, are one run\'s', async () => {
+    const run = (extra: string[], out: string) => runCli(['embed', folder, '--output', out, '--model', STATIC_MODEL_DIR, '--chunk-tokens', '48', '--on-error', 'skip', '--progress', 'never', ...extra]);
+    const [whole, first, second] = await Promise.all([run([], join(dir, 'whole.jsonl')), run(['--shard', '0/2'], join(dir, 's0.jsonl')), run(['--shard', '1/2'], join(dir, 's1.jsonl'))]);
+    for (const r of [whole, first, second]) expect(r.code, r.stderr).toBe(0);
+    expect(first.stdout).toMatch(/shard 0\/2: input rows 1–3 of 6/);
+    const key = (rows: Row[]) => rows.map((x) => `${x.id}#${x.chunk}@${x.page ?? x.paragraph ?? x.line}`);
+    expect([...key(readOut(join(dir, 's0.jsonl'))), ...key(readOut(join(dir, 's1.jsonl')))]).toEqual(key(readOut(join(dir, 'whole.jsonl'))));
+  }, 120_000);
 
   it('search refuses a model whose vectors do not compare with the output\'s, saying which and how', async () => {
     const r = await runCli(['search', output(), 'termination notice', '--model', STATIC_MODEL_DIR]);

@@ -14,7 +14,7 @@ const texts = files.map((f) => [f, readFileSync(join(PROJECT_ROOT, f), 'utf8')] 
 
 it('names no bare `lexembed <command>`: from a clone they are run with npx', () => {
   const bare = texts.flatMap(([file, text]) =>
-    [...text.matchAll(/(?:`|^\s*|\$\(|: )lexembed (serve|embed|keys|accounts|usage)\b/gm)].map((m) => `${file}: ${m[0].trim()}`),
+    [...text.matchAll(/(?:`|^\s*|\$\(|: )lexembed (serve|embed|search|mcp|keys|accounts|usage)\b/gm)].map((m) => `${file}: ${m[0].trim()}`),
   );
   expect(bare).toEqual([]);
 });

@@ -173,7 +173,7 @@ describe('lexembed serve --device', () => {
   it('auto logs which device and why (lavapipe is a software fallback: cpu); a bad value names the option', async () => {
     const auto = await startServe(['--no-auth', '--device', 'auto']);
     expect(await auto.stop()).toBe(0);
-    expect(auto.output()).toMatch(/"device: auto: (WebGPU adapter .+|the only WebGPU adapters are software fallbacks .+ using cpu|no WebGPU adapter .+ using cpu)"/);
+    expect(auto.output()).toMatch(/"device: auto: (WebGPU adapter .+|the only WebGPU adapters are software fallbacks .+ using cpu|no WebGPU adapter .+ using cpu)(; dtype q8 \(auto: the int8 graph [^"]+\))?"/);
     const bad = await runCli(['serve', '--device', 'gpu']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--device (LEXEMBED_DEVICE) must be "auto", "webgpu" or "cpu"; got "gpu"');
