@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { InferenceWorkerData } from './worker-backend.ts';
 import { join } from 'node:path';
 import { modelFacts } from './model-files.ts';
+import { decideServerDevice } from './webgpu/decide.ts';
 import { openWebGPU, type WebGPUHandle } from './webgpu/detect.ts';
 import { probeAdapters } from './webgpu/probe.ts';
 import { installOrtWebGPU, ortWebGPUDevice } from './webgpu/install-runtime.ts';
@@ -23,11 +24,13 @@ let gpu: WebGPUHandle | null = null;
 try {
   const request = data.request;
   const folder = join(data.localModelPath, data.modelId);
-  // The facts the plan needs. auto asks a child process first: only when a usable adapter exists
-  // does this process load Dawn (which would otherwise print its warnings on a CPU machine).
+  // The facts the plan needs, gathered first; then one plan. auto asks a child process for the
+  // adapters: only when the device rule would take one does this process load Dawn (which would
+  // otherwise print its warnings on a CPU machine).
   const model = modelFacts(folder, data.settings);
-  const probed = request.device === 'auto' ? planInference(request, { gpu: await probeAdapters(request.gpuAdapter), model }) : null;
-  if (request.device !== 'cpu' && probed?.device !== 'cpu') gpu = await openWebGPU(request.gpuAdapter);
+  const probed = request.device === 'auto' ? await probeAdapters(request.gpuAdapter) : null;
+  const wantsGpu = request.device === 'webgpu' || (probed !== null && decideServerDevice('auto', probed, request.gpuAdapter).device === 'webgpu');
+  if (wantsGpu) gpu = await openWebGPU(request.gpuAdapter);
   let defaultAdapter: string | undefined;
   if (gpu && request.gpuAdapter && request.webgpuRuntime !== 'web') {
     gpu.release();
@@ -36,7 +39,7 @@ try {
     unflagged.release();
     gpu = await openWebGPU(request.gpuAdapter);
   }
-  let plan = gpu ? planInference(request, { gpu, defaultAdapter, model }) : (probed ?? planInference(request, { gpu: null, model }));
+  let plan = planInference(request, { gpu: gpu ?? probed, defaultAdapter, model });
   if (plan.runtime === 'onnxruntime-web') await installOrtWebGPU();
   else (gpu?.release(), (gpu = null));
   const { createTransformersBackend } = await import('../../backend/transformers-backend.ts');
