@@ -24,7 +24,9 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
   // On WASM the page loads the int8 graph (the model card's loss is within 0.005), not the float32 one.
   expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model_quantized.onnx'))).toBe(true);
   expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model.onnx'))).toBe(false);
-  expect(requested.some((p) => /ort-wasm-simd-threaded\.asyncify-.*\.wasm$/.test(p))).toBe(true);
+  // On WASM, onnxruntime-web's plain build (the asyncify one is WebGPU's).
+  expect(requested.some((p) => /ort-wasm-simd-threaded-[^.]*\.wasm$/.test(p))).toBe(true);
+  expect(requested.some((p) => /ort-wasm-simd-threaded\.asyncify-.*\.wasm$/.test(p))).toBe(false);
   expect(external).toEqual([]);
 });
 

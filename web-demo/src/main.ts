@@ -289,7 +289,7 @@ function currentMode(): Mode {
   const kind = (document.querySelector('input[name=mode]:checked') as HTMLInputElement).value;
   return kind === 'remote'
     ? { kind: 'remote', baseURL: ($('server-url') as HTMLInputElement).value, apiKey: ($('api-key') as HTMLInputElement).value }
-    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm', dtype: requestedDtype };
+    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm', dtype: requestedDtype, asyncifyOnly: new URLSearchParams(location.search).get('ort') === 'asyncify' };
 }
 
 $('query-form').addEventListener('submit', (e) => {

@@ -1,6 +1,7 @@
 // Messages between the demo page and its model worker.
 /** dtype: the in-page model's precision (?dtype=auto|fp32|q8; auto: int8 on WASM where the model card says it keeps quality). */
-export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm'; dtype?: 'auto' | 'fp32' | 'q8' } | { kind: 'remote'; baseURL: string; apiKey: string };
+/** asyncifyOnly: onnxruntime-web's asyncify build on WASM too (?ort=asyncify: what the page ran before the plain build; for bench:browser). */
+export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm'; dtype?: 'auto' | 'fp32' | 'q8'; asyncifyOnly?: boolean } | { kind: 'remote'; baseURL: string; apiKey: string };
 
 export type ToWorker =
   | { type: 'init'; mode: Mode }

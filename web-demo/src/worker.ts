@@ -3,10 +3,12 @@
 import { Lexembed, type APIError } from '../../src/client/index.ts';
 import { createLocalClient } from '../../src/local/client.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
-// onnxruntime-web's asyncify build, emitted by Vite as assets of this app (once: the runtime's
-// own reference to the .wasm resolves to the same file).
+// onnxruntime-web's builds, emitted by Vite as assets of this app (once: the runtime's own
+// reference to the .wasm resolves to the same file): asyncify for WebGPU, the plain one for WASM.
 import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+import ortPlainWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url';
+import ortPlainMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.mjs?url';
 import { messageOf } from '../../src/util/message-of.ts';
 
 type Creator = {
@@ -28,6 +30,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
           device: message.mode.device,
           dtype: message.mode.dtype,
           wasmPaths: { mjs: new URL(ortMjsUrl, self.location.href).href, wasm: new URL(ortWasmUrl, self.location.href).href },
+          ...(message.mode.asyncifyOnly ? {} : { wasmOnlyPaths: { mjs: new URL(ortPlainMjsUrl, self.location.href).href, wasm: new URL(ortPlainWasmUrl, self.location.href).href } }),
           onProgress: (fraction, file) => post({ type: 'progress', fraction, file }),
         });
         const ready = await local.ready;
