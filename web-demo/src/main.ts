@@ -289,7 +289,7 @@ function currentMode(): Mode {
   const kind = (document.querySelector('input[name=mode]:checked') as HTMLInputElement).value;
   return kind === 'remote'
     ? { kind: 'remote', baseURL: ($('server-url') as HTMLInputElement).value, apiKey: ($('api-key') as HTMLInputElement).value }
-    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm', dtype: requestedDtype, asyncifyOnly: new URLSearchParams(location.search).get('ort') === 'asyncify' };
+    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm', dtype: requestedDtype, before: new URLSearchParams(location.search).get('before') === '1' };
 }
 
 $('query-form').addEventListener('submit', (e) => {

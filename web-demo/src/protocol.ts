@@ -1,7 +1,7 @@
 // Messages between the demo page and its model worker.
 /** dtype: the in-page model's precision (?dtype=auto|fp32|q8; auto: int8 on WASM where the model card says it keeps quality). */
-/** asyncifyOnly: onnxruntime-web's asyncify build on WASM too (?ort=asyncify: what the page ran before the plain build; for bench:browser). */
-export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm'; dtype?: 'auto' | 'fp32' | 'q8'; asyncifyOnly?: boolean } | { kind: 'remote'; baseURL: string; apiKey: string };
+/** before: run as the page did before its speed-ups (?before=1: onnxruntime-web's asyncify build on WASM too, batches of 512 tokens; for bench:browser). */
+export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm'; dtype?: 'auto' | 'fp32' | 'q8'; before?: boolean } | { kind: 'remote'; baseURL: string; apiKey: string };
 
 export type ToWorker =
   | { type: 'init'; mode: Mode }

@@ -30,7 +30,9 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
           device: message.mode.device,
           dtype: message.mode.dtype,
           wasmPaths: { mjs: new URL(ortMjsUrl, self.location.href).href, wasm: new URL(ortWasmUrl, self.location.href).href },
-          ...(message.mode.asyncifyOnly ? {} : { wasmOnlyPaths: { mjs: new URL(ortPlainMjsUrl, self.location.href).href, wasm: new URL(ortPlainWasmUrl, self.location.href).href } }),
+          ...(message.mode.before
+            ? { maxBatchTokens: 512 }
+            : { wasmOnlyPaths: { mjs: new URL(ortPlainMjsUrl, self.location.href).href, wasm: new URL(ortPlainWasmUrl, self.location.href).href } }),
           onProgress: (fraction, file) => post({ type: 'progress', fraction, file }),
         });
         const ready = await local.ready;
