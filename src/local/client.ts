@@ -23,6 +23,11 @@ export interface LocalClientOptions {
    */
   dtype?: LocalDtype;
   /**
+   * The graph: auto (default: on WebGPU in float32, the folder's fused graph onnx/model_fused.onnx
+   * where its lexembed.json lists one, model/fuse_graph.py; else the exported graph), plain or fused.
+   */
+  graph?: 'auto' | 'plain' | 'fused';
+  /**
    * URLs of onnxruntime-web's asyncify build, which WebGPU needs: { mjs, wasm } (default
    * '/ort/ort-wasm-simd-threaded.asyncify.*'). Used on WASM too unless `wasmOnlyPaths` is given.
    */
@@ -48,7 +53,7 @@ export interface LocalClientOptions {
 
 export interface LocalClient extends InProcessClient {
   /** Where the model runs and why; resolves once the model is loaded. */
-  readonly ready: Promise<DeviceChoice & { dtype: string; loadMs: number }>;
+  readonly ready: Promise<DeviceChoice & { dtype: string; graph: 'plain' | 'fused'; loadMs: number }>;
   dispose(): Promise<void>;
 }
 
@@ -83,7 +88,7 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
   };
 }
 
-async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; choice: DeviceChoice & { dtype: string }; loadMs: number }> {
+async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; choice: DeviceChoice & { dtype: string; graph: 'plain' | 'fused' }; loadMs: number }> {
   const started = performance.now();
   const base = options.model.endsWith('/') ? options.model : `${options.model}/`;
   const parts = base.replace(/\/+$/, '').split('/');
@@ -113,19 +118,25 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
         : (options.wasmPaths ?? { mjs: '/ort/ort-wasm-simd-threaded.asyncify.mjs', wasm: '/ort/ort-wasm-simd-threaded.asyncify.wasm' });
   }
   const precision = chooseDtype(options.dtype ?? 'auto', device.device, settings);
-  const open = (dtype: ModelSettings['dtype']) =>
-    createTransformersBackend({ modelId, localModelPath: root, settings: { ...settings, dtype }, device: device.device, progress: options.onProgress });
+  const open = (dtype: ModelSettings['dtype'], fused: boolean) =>
+    createTransformersBackend({ modelId, localModelPath: root, settings: { ...settings, dtype }, device: device.device, progress: options.onProgress, ...(fused ? { modelFileName: 'model_fused' } : {}) });
   let backend: Awaited<ReturnType<typeof open>>;
   let { dtype, reason } = precision;
+  let graph = chooseGraph(options.graph ?? 'auto', device.device, dtype, settings);
   try {
-    backend = await open(dtype);
+    backend = await open(dtype, graph.graph === 'fused');
   } catch (error) {
-    // auto's int8 graph would not load (an older onnxruntime-web, a file missing): the float32 one still serves.
-    if (options.dtype === 'q8' || dtype !== 'q8') throw error;
-    backend = await open((dtype = settings.dtype));
-    reason = `dtype ${dtype} (auto: the int8 graph did not load: ${messageOf(error).split('\n')[0]})`;
+    // auto's int8 or fused graph would not load (an older onnxruntime-web, a file missing): the exported float32 one still serves.
+    const first = messageOf(error).split('\n')[0];
+    if (options.dtype !== 'q8' && dtype === 'q8') {
+      backend = await open((dtype = settings.dtype), false);
+      reason = `dtype ${dtype} (auto: the int8 graph did not load: ${first})`;
+    } else if ((options.graph ?? 'auto') === 'auto' && graph.graph === 'fused') {
+      backend = await open(dtype, false);
+      graph = { graph: 'plain', reason: `exported graph (auto: the fused graph did not load: ${first})` };
+    } else throw error;
   }
-  const choice = { device: device.device, dtype, reason: `${device.reason}; ${reason}` };
+  const choice = { device: device.device, dtype, graph: graph.graph, reason: `${device.reason}; ${reason}${graph.reason ? `; ${graph.reason}` : ''}` };
   const limits = options.maxBatchTokens ? { ...LOCAL_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : LOCAL_SCHEDULER_LIMITS;
   return { embedder: createEmbedder(settings, backend, limits), choice, loadMs: performance.now() - started };
 }
@@ -138,6 +149,22 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
 export const LOCAL_SCHEDULER_LIMITS: SchedulerLimits = { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: 2048 };
 
 export type LocalDtype = 'auto' | 'fp32' | 'q8';
+
+/**
+ * The graph in the page: the server's rule (src/node/runtime/webgpu/decide.ts decideGraph) on what
+ * the page can know: the fused graph on WebGPU in float32 where lexembed.json lists one (the page
+ * cannot hash model.onnx to see that the record is fresh, as the server does); fused kernels gained
+ * nothing on a CPU, so WASM keeps the exported graph unless asked.
+ */
+export function chooseGraph(requested: 'auto' | 'plain' | 'fused', device: 'webgpu' | 'wasm', dtype: string, settings: ModelSettings): { graph: 'plain' | 'fused'; reason?: string } {
+  const missing = !settings.fused ? 'lexembed.json lists no fused graph ("fused"; made by model/fuse_graph.py)' : dtype !== 'fp32' ? `the model runs ${dtype} and the fused graph is float32` : undefined;
+  if (requested === 'fused') {
+    if (missing) throw new Error(`graph "fused": ${missing}`);
+    return { graph: 'fused', reason: 'fused graph onnx/model_fused.onnx was requested' };
+  }
+  if (requested === 'plain' || device !== 'webgpu') return { graph: 'plain' };
+  return missing ? { graph: 'plain', reason: `exported graph (auto: not fused because ${missing})` } : { graph: 'fused', reason: "fused graph onnx/model_fused.onnx (auto: onnxruntime's fused kernels on WebGPU)" };
+}
 
 /** The precision in the page: the server's CPU rule (int8Verdict) on WASM; WebGPU runs the float32 graph. */
 export function chooseDtype(requested: LocalDtype, device: 'webgpu' | 'wasm', settings: ModelSettings): { dtype: ModelSettings['dtype']; reason: string } {

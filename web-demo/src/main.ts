@@ -27,6 +27,7 @@ function start(mode: Mode) {
   document.body.dataset.ready = 'false';
   delete document.body.dataset.backend;
   delete document.body.dataset.dtype;
+  delete document.body.dataset.graph;
   worker.onmessage = async (event: MessageEvent<FromWorker>) => {
     const m = event.data;
     if (m.type === 'progress') showLoadProgress(m.fraction);
@@ -34,6 +35,7 @@ function start(mode: Mode) {
       showLoadProgress(1);
       document.body.dataset.backend = m.backend;
       if (m.dtype) document.body.dataset.dtype = m.dtype;
+      if (m.graph) document.body.dataset.graph = m.graph;
       setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms. Embedding ${PASSAGES.length} passages…`);
       const t = await embed(PASSAGES.map((p) => p.text), 'retrieval/document');
       passageVectors = t.vectors;
@@ -284,12 +286,15 @@ for (const q of [SAMPLE_QUERY.text, 'how long does copyright last', 'can a debt 
 // ?dtype=fp32|q8|auto picks the in-page model's precision (default auto; used by bench:browser).
 const dtypeParam = new URLSearchParams(location.search).get('dtype');
 const requestedDtype = dtypeParam === 'fp32' || dtypeParam === 'q8' ? dtypeParam : 'auto';
+// ?graph=plain|fused|auto picks the graph (default auto: a folder's fused graph on WebGPU).
+const graphParam = new URLSearchParams(location.search).get('graph');
+const requestedGraph = graphParam === 'plain' || graphParam === 'fused' ? graphParam : 'auto';
 
 function currentMode(): Mode {
   const kind = (document.querySelector('input[name=mode]:checked') as HTMLInputElement).value;
   return kind === 'remote'
     ? { kind: 'remote', baseURL: ($('server-url') as HTMLInputElement).value, apiKey: ($('api-key') as HTMLInputElement).value }
-    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm', dtype: requestedDtype, before: new URLSearchParams(location.search).get('before') === '1' };
+    : { kind: 'local', device: ($('device') as HTMLSelectElement).value as 'auto' | 'webgpu' | 'wasm', dtype: requestedDtype, graph: requestedGraph, before: new URLSearchParams(location.search).get('before') === '1' };
 }
 
 $('query-form').addEventListener('submit', (e) => {

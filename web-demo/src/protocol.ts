@@ -1,7 +1,7 @@
 // Messages between the demo page and its model worker.
 /** dtype: the in-page model's precision (?dtype=auto|fp32|q8; auto: int8 on WASM where the model card says it keeps quality). */
 /** before: run as the page did before its speed-ups (?before=1: onnxruntime-web's asyncify build on WASM too, batches of 512 tokens; for bench:browser). */
-export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm'; dtype?: 'auto' | 'fp32' | 'q8'; before?: boolean } | { kind: 'remote'; baseURL: string; apiKey: string };
+export type Mode = { kind: 'local'; device: 'auto' | 'webgpu' | 'wasm'; dtype?: 'auto' | 'fp32' | 'q8'; graph?: 'auto' | 'plain' | 'fused'; before?: boolean } | { kind: 'remote'; baseURL: string; apiKey: string };
 
 export type ToWorker =
   | { type: 'init'; mode: Mode }
@@ -25,7 +25,7 @@ export interface Chunk {
 
 export type FromWorker =
   | { type: 'progress'; fraction: number; file: string }
-  | { type: 'ready'; backend: string; dtype?: string; reason: string; loadMs: number }
+  | { type: 'ready'; backend: string; dtype?: string; graph?: string; reason: string; loadMs: number }
   | { type: 'failed'; message: string }
   | { type: 'embedded'; id: number; vectors: number[][]; ms: number; inputTokens: number }
   | { type: 'created'; id: number; response: unknown }

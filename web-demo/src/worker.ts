@@ -29,6 +29,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
           model: new URL('models/legal-2-embedder/', self.location.origin + import.meta.env.BASE_URL).pathname,
           device: message.mode.device,
           dtype: message.mode.dtype,
+          graph: message.mode.graph,
           wasmPaths: { mjs: new URL(ortMjsUrl, self.location.href).href, wasm: new URL(ortWasmUrl, self.location.href).href },
           ...(message.mode.before
             ? { maxBatchTokens: 512 }
@@ -37,7 +38,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
         });
         const ready = await local.ready;
         client = local;
-        post({ type: 'ready', backend: ready.device, dtype: ready.dtype, reason: ready.reason, loadMs: ready.loadMs });
+        post({ type: 'ready', backend: ready.device, dtype: ready.dtype, graph: ready.graph, reason: ready.reason, loadMs: ready.loadMs });
       } else {
         const started = performance.now();
         local = undefined;
