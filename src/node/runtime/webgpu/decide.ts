@@ -61,7 +61,7 @@ export const FUSED_MODEL_FILE = 'onnx/model_fused.onnx';
  * its WebGPU provider ships, which an exported graph never reaches) or the exported one. auto takes
  * the fused graph on onnxruntime-node's WebGPU provider in float32 where the folder has a fresh one
  * (measured on lavapipe: ×1.28 at 8 × 16 tokens, ×1.36 at 8 × 128, identical vectors), and the
- * exported graph on the CPU (fusing gained nothing there: ×0.94–1.06), saying why on WebGPU; an
+ * exported graph on the CPU (raw onnxruntime-node there: ×0.88 / ×0.90 / ×1.00 at ~16 / ~128 / ~512 tokens), saying why on WebGPU; an
  * explicit fused that cannot be had stops start-up with the reason.
  */
 export function decideGraph(requested: GraphChoice, facts: { device: 'webgpu' | 'cpu'; runtime: 'native' | 'web'; dtype: string; fused?: FusedFacts; folder: string }): { graph: 'plain' | 'fused'; reason?: string } {
