@@ -47,8 +47,7 @@ def main():
     args = p.parse_args()
     import onnx
     from onnxruntime.transformers.optimizer import optimize_model
-    from evaluate import onnx_embed_fn
-    from quantize_graph import file_sha256, probe_texts
+    from quantize_graph import file_sha256, min_cosine, probe_texts, write_settings
 
     started = time.time()
     source = os.path.join(args.model, "onnx", "model.onnx")
@@ -60,19 +59,16 @@ def main():
     target = os.path.join(args.model, "onnx", FUSED_FILE)
     optimized.save_model_to_file(target)
     texts = probe_texts(args.parity)
-    cosine = float((onnx_embed_fn(args.model)(texts) * onnx_embed_fn(args.model, file=FUSED_FILE)(texts)).sum(1).min())
+    cosine = min_cosine(args.model, FUSED_FILE, texts)
     if cosine < MIN_COSINE:
         os.remove(target)
         raise SystemExit(f"fuse_graph.py: the fused graph's vectors are off (min cosine {cosine:.7f} < {MIN_COSINE}); not written")
-    settings_path = os.path.join(args.model, "lexembed.json")
-    with open(settings_path) as f:
+    with open(os.path.join(args.model, "lexembed.json")) as f:
         settings = json.load(f)
     settings["fused"] = {"file": f"onnx/{FUSED_FILE}", "fusions": fusions, "min_cosine": round(cosine, 7),
                          "made_by": "model/fuse_graph.py (onnxruntime.transformers optimize_model, bert, opt_level 0)",
                          "source_sha256": file_sha256(source)}
-    with open(settings_path, "w") as f:
-        json.dump(settings, f, indent=2)
-        f.write("\n")
+    write_settings(args.model, settings)
     print(f"wrote {target}: {fusions}; min cosine to model.onnx over {len(texts)} texts {cosine:.7f} ({time.time() - started:.0f} s)")
 
 

@@ -84,11 +84,17 @@ def probe_texts(parity):
     return texts
 
 
-def min_cosine(folder, texts):
+def min_cosine(folder, file, texts):
+    """The least cosine between onnx/model.onnx's vectors and onnx/<file>'s over `texts`."""
     from evaluate import onnx_embed_fn
-    full = onnx_embed_fn(folder)(texts)
-    quantized = onnx_embed_fn(folder, file=QUANTIZED_FILE)(texts)
-    return float((full * quantized).sum(1).min())
+    return float((onnx_embed_fn(folder)(texts) * onnx_embed_fn(folder, file=file)(texts)).sum(1).min())
+
+
+def write_settings(folder, settings):
+    """lexembed.json, as the model scripts write it (indent 2, a final newline)."""
+    with open(os.path.join(folder, "lexembed.json"), "w") as f:
+        json.dump(settings, f, indent=2)
+        f.write("\n")
 
 
 def main():
@@ -100,7 +106,7 @@ def main():
     started = time.time()
     nodes = quantize(args.model)
     texts = probe_texts(args.parity)
-    cosine = min_cosine(args.model, texts)
+    cosine = min_cosine(args.model, QUANTIZED_FILE, texts)
     print(f"{args.model}: {len(nodes)} MatMuls int8; min cosine to float32 over {len(texts)} texts {cosine:.6f} ({time.time() - started:.0f} s)")
     if cosine < 0.999:
         os.remove(os.path.join(args.model, "onnx", QUANTIZED_FILE))
@@ -117,8 +123,7 @@ def main():
               "source_sha256": file_sha256(os.path.join(args.model, "onnx", "model.onnx"))}
     if args.dev:
         from evaluate_dev import evaluate_dev
-        with open(settings_path, "w") as f:
-            json.dump(settings, f, indent=2)
+        write_settings(args.model, settings)
         quiet = lambda *a, **k: None  # noqa: E731
         full = evaluate_dev(args.model, args.dev, log=quiet)["mean"]["model_ndcg@10"]
         quantized = evaluate_dev(args.model, args.dev, log=quiet, graph=QUANTIZED_FILE)["mean"]["model_ndcg@10"]
@@ -126,9 +131,7 @@ def main():
         print(f"dev nDCG@10: float32 {full:.4f}, int8 {quantized:.4f} (loss {full - quantized:+.4f}; "
               f"--dtype auto serves int8 on a CPU: {'yes' if full - quantized <= MAX_DEV_LOSS else 'no'})")
     settings["quantized"] = record
-    with open(settings_path, "w") as f:
-        json.dump(settings, f, indent=2)
-        f.write("\n")
+    write_settings(args.model, settings)
     print(f"wrote {args.model}/onnx/{QUANTIZED_FILE} and lexembed.json \"quantized\" ({time.time() - started:.0f} s)")
 
 
