@@ -1,4 +1,4 @@
-// The README's curl examples run, as written, against a real `lexembed serve` on the bundled
+// The README's curl examples (and docs/api.md's, docs/documents.md's) run, as written, against a real `lexembed serve` on the bundled
 // model, and answer what the README shows: the same shape, the same counts (usage, indices) and
 // the same figures at the precision printed. An example that stops working, or a figure that
 // goes stale when the model changes, fails here.
@@ -11,7 +11,8 @@ import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../../src/node/runtime/load-mod
 import { useServer } from '../support/cli.ts';
 
 const run = promisify(execFile);
-const README = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+/** The README and the docs pages that carry its examples onwards, as one text. */
+const README = ['README.md', 'docs/api.md', 'docs/documents.md'].map((f) => readFileSync(join(PROJECT_ROOT, f), 'utf8')).join('\n');
 
 /** Each ```sh block that calls the server, with the ```json block that follows it (its output). */
 function examples(): { command: string; expected: string }[] {

@@ -14,7 +14,8 @@ import { useServer } from '../support/cli.ts';
 
 const run = promisify(execFile);
 const MODULES = join(PROJECT_ROOT, 'node_modules', '.cache', 'readme-ts');
-const README = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+/** The README and the docs pages that carry its examples onwards, as one text. */
+const README = ['README.md', 'docs/api.md', 'docs/documents.md'].map((f) => readFileSync(join(PROJECT_ROOT, f), 'utf8')).join('\n');
 const ENTRIES: Record<string, string> = {
   'lexembed/client': 'src/client/index.ts',
   'lexembed/langchain': 'src/adapters/langchain.ts',
