@@ -86,10 +86,10 @@ if [ "$SHIP" = 1 ]; then
   rm -rf models/legal-2-embedder-static && cp -r "$WORK/static-lexical" models/legal-2-embedder-static
   rm -rf models/legal-2-embedder && cp -r "$WORK/hybrid" models/legal-2-embedder
   cp "$WORK/hybrid-parity.json" tests/fixtures/legal-model-parity.json
-  npm run bench:rerank -- --model models/legal-2-embedder-static --write
-  npm run bench:rerank -- --model models/legal-2-embedder --write --fit-only
+  npm run model:fit-reranker -- --model models/legal-2-embedder-static --write
+  npm run model:fit-reranker -- --model models/legal-2-embedder --write --fit-only
 elif [ "$SMOKE" = 0 ]; then
   echo "== 6. reranker fit (not written: --ship writes it)"
-  npm run bench:rerank -- --model "$WORK/static-lexical" --fit-only
+  npm run model:fit-reranker -- --model "$WORK/static-lexical" --fit-only
 fi
 echo "done: compare $WORK/*/evaluation-dev.json (the dev set decides) and $WORK/*/evaluation.json with the shipped models' before --ship"

@@ -1,6 +1,6 @@
 // Reranking as pure functions: token chunks with overlap, BM25 over the request's own chunks, the
 // calibrated combination with the embedding similarity, and chunk scores folded per text. The
-// embedder (embedder.ts) tokenises and embeds; the benchmark (bench/rerank.ts) runs these same
+// embedder (embedder.ts) tokenises and embeds; the benchmark (model/fit_reranker.ts) runs these same
 // functions over cached vectors to fit and evaluate the weights.
 import type { Chunking, ScoringMethod } from '../contract/rerank.ts';
 import { chunkText, wordTokenCounter } from './chunk.ts';

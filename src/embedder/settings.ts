@@ -26,7 +26,7 @@ export const ModelSettingsSchema = z
       .default({ 'retrieval/query': null, 'retrieval/document': null }),
     tasks: z.array(z.enum(TASKS)).default([...TASKS]),
     dtype: z.enum(['fp32', 'fp16', 'q8']).default('fp32'),
-    /** The reranker this model serves (POST /v1/rerankings), fitted by bench/rerank.ts; absent: none. */
+    /** The reranker this model serves (POST /v1/rerankings), fitted by model/fit_reranker.ts; absent: none. */
     reranking: z
       .object({
         name: z.string().min(1).default(DEFAULT_RERANK_MODEL_NAME),

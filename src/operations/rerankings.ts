@@ -18,6 +18,6 @@ export async function createRerankings(request: unknown, embedder: Embedder, opt
 export function rerankNotServed(embedder: Pick<Embedder, 'modelName'>): Problem {
   return problem(
     'notFound',
-    `POST /v1/rerankings is part of the API, but the model "${embedder.modelName}" served here carries no reranker (its lexembed.json has no "reranking" fit; see bench/rerank.ts)`,
+    `POST /v1/rerankings is part of the API, but the model "${embedder.modelName}" served here carries no reranker (its lexembed.json has no "reranking" fit; see model/fit_reranker.ts)`,
   );
 }

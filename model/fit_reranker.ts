@@ -9,7 +9,7 @@
 //             corpus: distinct texts). Same run, same queries: BM25 alone over the corpus, the
 //             embedding model alone over the corpus, and BM25's top 100 reranked (nDCG@10).
 //
-// Usage: npm run bench:rerank -- [--model models/legal-2-embedder] [--data ../shared/data/legal-pairs]
+// Usage: npm run model:fit-reranker -- [--model models/legal-2-embedder] [--data ../shared/data/legal-pairs]
 //          [--fit-queries 150] [--fit-candidates 30] [--write]   (--write stores the fit in lexembed.json)
 //          [--fit-only]   (no evaluation: for a model too slow here to embed every held-out corpus)
 import { createHash } from 'node:crypto';
@@ -291,7 +291,7 @@ if (!values['fit-only']) {
   console.log(`\nrerank (auto) above both BM25 and the embedding model on every source: ${wins ? 'yes' : 'no'}; ${embeddedSequences} sequences embedded`);
 }
 
-const fitted = { script: 'bench/rerank.ts', data: 'legal-pairs training documents', fit_queries_per_source: Number(values['fit-queries']), fit_candidates: Number(values['fit-candidates']), examples: X.length, chunk_tokens: chunking.size };
+const fitted = { script: 'model/fit_reranker.ts', data: 'legal-pairs training documents', fit_queries_per_source: Number(values['fit-queries']), fit_candidates: Number(values['fit-candidates']), examples: X.length, chunk_tokens: chunking.size };
 if (values.write) {
   const path = join(modelDir, SETTINGS_FILE);
   const raw = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
