@@ -3,8 +3,8 @@
 // slower than the CPU), so no one number suits them all. At start-up the model runs batches of
 // 128-token sequences at growing budgets; the budget kept is the largest that still ran within the
 // latency target and still paid (≥ 10 % more texts/s than half of it); a GPU too slow for the
-// smallest keeps the scheduler's defaults (the CPU's: 512 tokens, 64 texts).
-import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/scheduler.ts';
+// smallest keeps SLOW_GPU_BATCH_TOKENS (batch-defaults.ts: every default batch limit).
+import { DEFAULT_SCHEDULER_LIMITS, SLOW_GPU_BATCH_TOKENS } from '../embedder/batch-defaults.ts';
 
 /** The budgets tried on a GPU, smallest first. */
 export const GPU_BUDGET_CANDIDATES = [1024, 2048, 4096, 8192, 16384, 32768] as const;
@@ -34,7 +34,7 @@ const textsPerSecond = (p: BudgetProbe) => (p.rows * 1000) / p.ms;
 
 /**
  * Picks the budget from probes measured smallest first: the last one within `targetMs` whose
- * throughput beat the previous one's by `minGain`, else the scheduler's default.
+ * throughput beat the previous one's by `minGain`, else SLOW_GPU_BATCH_TOKENS.
  * @example chooseBatchTokens([{ tokens: 1024, rows: 8, ms: 4 }, { tokens: 2048, rows: 16, ms: 7.9 }]).maxBatchTokens // 1024
  */
 export function chooseBatchTokens(probes: readonly BudgetProbe[], targetMs = GPU_BATCH_MS_TARGET, minGain = GPU_MIN_GAIN): BudgetChoice {
@@ -51,7 +51,7 @@ export function chooseBatchTokens(probes: readonly BudgetProbe[], targetMs = GPU
     }
     chosen = probe;
   }
-  const maxBatchTokens = chosen?.tokens ?? DEFAULT_SCHEDULER_LIMITS.maxBatchTokens;
+  const maxBatchTokens = chosen?.tokens ?? SLOW_GPU_BATCH_TOKENS;
   const measured = probes.map((p) => `${p.tokens}: ${Math.round(p.ms)} ms`).join(', ');
   return {
     maxBatchTokens,

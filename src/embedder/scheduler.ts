@@ -3,28 +3,12 @@
 // the oldest waiting sequence (so no request starves) plus the waiting sequences closest to it
 // in length (little padding), under a padded-token budget and a batch-size cap. An idle
 // scheduler runs a lone request at once; the queue is bounded in tokens (backpressure).
+// Its default limits, with what they were measured on: batch-defaults.ts.
+import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './batch-defaults.ts';
 import type { EmbeddingBackend, SchedulerStats } from './types.ts';
 
+export { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits };
 export type { SchedulerStats } from './types.ts';
-
-export interface SchedulerLimits {
-  /** Most sequences in one model call. */
-  readonly maxBatchSize: number;
-  /** Most padded tokens (sequences × longest) in one model call. */
-  readonly maxBatchTokens: number;
-  /** Most tokens waiting in the queue; submissions past it are refused. */
-  readonly maxQueueTokens: number;
-  /** A batch grows only while real tokens / padded tokens stays at least this (0–1). */
-  readonly minPaddingEfficiency?: number;
-}
-
-/**
- * Defaults chosen by measurement on a 2-core CPU with onnxruntime-node (MiniLM-L6-H384, see
- * bench/embedder.ts): throughput peaks near 512 padded tokens per call (32×16, 4×128, 1×512)
- * and falls with bigger batches, so the budget is small; GPUs want a larger one.
- */
-export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = { maxBatchSize: 64, maxBatchTokens: 512, maxQueueTokens: 262144, minPaddingEfficiency: 0.9 };
-
 
 export interface SchedulerHooks {
   onBatch?(size: number, paddedTokens: number): void;

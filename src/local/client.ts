@@ -3,7 +3,7 @@
 // onnxruntime-web (WebGPU or WASM). Every asset comes from URLs the application serves.
 import { env } from '@huggingface/transformers';
 import { inProcessClient, type InProcessClient } from './in-process.ts';
-import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../embedder/scheduler.ts';
+import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/batch-defaults.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
 import { int8Verdict, parseModelSettings, type ModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../backend/transformers-backend.ts';
@@ -39,7 +39,7 @@ export interface LocalClientOptions {
    * onnxruntime-web loads one build per page or worker: the first client's device decides it.
    */
   wasmOnlyPaths?: { mjs: string; wasm: string };
-  /** Padded tokens per model call (default LOCAL_SCHEDULER_LIMITS' 2,048). */
+  /** Padded tokens per model call (default DEFAULT_SCHEDULER_LIMITS' 2,048: batch-defaults.ts). */
   maxBatchTokens?: number;
   /** WASM threads (needs cross-origin isolation; default: what the runtime offers, at most 4). */
   numThreads?: number;
@@ -137,16 +137,9 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
     } else throw error;
   }
   const choice = { device: device.device, dtype, graph: graph.graph, reason: `${device.reason}; ${reason}${graph.reason ? `; ${graph.reason}` : ''}` };
-  const limits = options.maxBatchTokens ? { ...LOCAL_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : LOCAL_SCHEDULER_LIMITS;
+  const limits = options.maxBatchTokens ? { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : DEFAULT_SCHEDULER_LIMITS;
   return { embedder: createEmbedder(settings, backend, limits), choice, loadMs: performance.now() - started };
 }
-
-/**
- * Batches in the page hold up to 2,048 padded tokens (the server's CPU default is 512): onnxruntime-web
- * spends more per text on small batches. Chosen by bench:browser (the hybrid in int8 on WASM,
- * ~102-token texts, each run against the page as it was before): 2,048 ×1.53, 4,096 ×1.42.
- */
-export const LOCAL_SCHEDULER_LIMITS: SchedulerLimits = { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: 2048 };
 
 export type LocalDtype = 'auto' | 'fp32' | 'q8';
 

@@ -3,7 +3,6 @@
 // no timing here depends on this machine's load). The real measurement runs on lavapipe in
 // tests/node/webgpu.test.ts (serve --device webgpu logs what it chose).
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SCHEDULER_LIMITS } from '../../src/embedder/scheduler.ts';
 import { chooseBatchTokens, measureBatchBudget } from '../../src/backend/batch-budget.ts';
 
 describe('chooseBatchTokens', () => {
@@ -20,10 +19,10 @@ describe('chooseBatchTokens', () => {
     expect(choice.reason).toBe('max batch tokens 4096 (auto, measured at 128 tokens a text: 1024: 4 ms, 2048: 5 ms, 4096: 8 ms, 8192: 16 ms; stopped at 8192 tokens gave 4129 texts/s, less than 1.1× the 4000 of 4096)');
   });
 
-  it('stops at the latency target; a GPU too slow for 1024 tokens gets the CPU default', () => {
+  it('stops at the latency target; a GPU too slow for 1024 tokens gets 512', () => {
     expect(chooseBatchTokens([{ tokens: 1024, rows: 8, ms: 100 }, { tokens: 2048, rows: 16, ms: 300 }]).maxBatchTokens).toBe(1024);
     const slow = chooseBatchTokens([{ tokens: 1024, rows: 8, ms: 1417 }]);
-    expect(slow.maxBatchTokens).toBe(DEFAULT_SCHEDULER_LIMITS.maxBatchTokens);
+    expect(slow.maxBatchTokens).toBe(512);
     expect(slow.reason).toContain('stopped at 1024 tokens took 1417 ms, over the 250 ms target');
   });
 

@@ -4,7 +4,9 @@
 // the measurement runs here once the backend has started, so the reason can say what was chosen.
 import { measureBatchBudget, PROBE_TOKENS } from '../../backend/batch-budget.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
-import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
+import { DEFAULT_SCHEDULER_LIMITS, DEFAULT_SMALL_BATCH_TOKENS, type SchedulerLimits } from '../../embedder/batch-defaults.ts';
+
+export { DEFAULT_SMALL_BATCH_TOKENS };
 
 /** A batch limit as configured: a positive integer, or auto. */
 export type BatchSetting = number | 'auto';
@@ -22,21 +24,9 @@ export interface BatchRule {
   readonly size?: number | 'measure';
 }
 
-/**
- * --small-batch-tokens: batches of at most this many padded tokens run on a one-thread copy of
- * the model (TransformersBackendOptions.smallBatchTokens says why and what was measured). 256:
- * one thread was faster up to 4×64 tokens on 2 cores, two from 8×64 on.
- */
-export const DEFAULT_SMALL_BATCH_TOKENS = 256;
-
-/**
- * --max-batch-tokens auto on the CPU (WebGPU measures its own at start-up). Measured with
- * `npm run bench:cpu` on the bundled hybrid, 2 cores, quiet: at ~128 tokens 11.8 CPU-ms a text
- * (efficiency 0.97 of raw onnxruntime) against 13.2 (0.85) with 512; ~16 and ~512 tokens within
- * noise of 512. The cost: a short query can wait behind a bigger batch (~4 × 512 tokens).
- */
-export const CPU_AUTO_BATCH_TOKENS = 2048;
-/** --max-batch-size auto on the CPU: the scheduler's default. */
+/** --max-batch-tokens auto on the CPU: the default (batch-defaults.ts says what was measured). WebGPU measures its own at start-up. */
+export const CPU_AUTO_BATCH_TOKENS = DEFAULT_SCHEDULER_LIMITS.maxBatchTokens;
+/** --max-batch-size auto on the CPU: the default. */
 export const CPU_AUTO_BATCH_SIZE = DEFAULT_SCHEDULER_LIMITS.maxBatchSize;
 
 /** The settings resolved for a device: numbers stand; auto is the CPU's figure, or measured on WebGPU. */
