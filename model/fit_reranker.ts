@@ -1,5 +1,5 @@
 // Fits and evaluates the reranker of a model folder on ../shared/data/legal-pairs, with the
-// functions /v1/rerankings runs (src/embedder/rerank.ts) and the model's own runtime.
+// functions /v1/rerankings runs (src/embedder/rerank-score.ts) and the model's own runtime.
 //
 //   fit:      training documents only. Per source, --fit-queries headings (seeded sample); each
 //             heading's BM25 top --fit-candidates texts form one request (kept when it holds a
@@ -22,7 +22,9 @@ import { truncateAndNormalize, type Chunking, type ScoringMethod } from '../src/
 import { BatchScheduler } from '../src/embedder/scheduler.ts';
 import { parseModelSettings, SETTINGS_FILE } from '../src/embedder/settings.ts';
 import { createTransformersBackend } from '../src/backend/transformers-backend.ts';
-import { bm25NormalizedCounts, chunkTexts, dot, scoreCountedTexts, termCounts, terms, type RerankWeights } from '../src/embedder/rerank.ts';
+import { dot } from '../src/contract/vectors.ts';
+import { chunkTexts } from '../src/embedder/rerank-run.ts';
+import { bm25NormalizedCounts, scoreCountedTexts, termCounts, terms, type RerankWeights } from '../src/embedder/rerank-score.ts';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 
 const { values } = parseArgs({
@@ -264,7 +266,7 @@ for (const source of values['fit-only'] ? [] : Object.keys(SOURCES)) {
     sums.bm25! += ndcg10(first, relevant);
     // The embedding model alone: every text of the corpus by its first chunk (the truncated text).
     sums.embedding! += ndcg10(topK(Float64Array.from(cache.vectors, (c) => dot(qv[qi]!, c[0]!)), 10), relevant);
-    // The served scoring (src/embedder/rerank.ts), over the chunks and vectors cached above.
+    // The served scoring (src/embedder/rerank-score.ts), over the chunks and vectors cached above.
     const queryTerms = terms(queryText(q));
     const counts = first.map((d) => cache.terms[d]!);
     const similarity = first.map((d) => cache.vectors[d]!.map((v) => dot(qv[qi]!, v)));

@@ -9,5 +9,6 @@ export * from './invocations.ts';
 export * from './paths.ts';
 export * from './openai.ts';
 export * from './tokenize.ts';
+export * from './chunking.ts';
 export * from './rerank.ts';
 export * from './sparse.ts';

@@ -9,6 +9,7 @@ import { problem } from './problems.ts';
 import { formatIssues } from './request.ts';
 import { fieldsOf, integerAtLeast, nonBlankText, oneOf, required } from './rules.ts';
 import type { Result } from './result.ts';
+import { checkChunking, DEFAULT_OVERLAP_RATIO, type Chunking, type ChunkingNames } from './chunking.ts';
 
 export const DEFAULT_RERANK_MODEL_NAME = 'legal-2-reranker';
 /** At most this many texts per request (a first stage's top 100 fits ten times over). */
@@ -104,40 +105,7 @@ export const RerankResponseSchema = z.object({
 export type RerankResult = z.infer<typeof RerankResultSchema>;
 export type RerankResponse = z.infer<typeof RerankResponseSchema>;
 
-/** How texts are chunked, once the defaults are filled in. */
-export interface Chunking {
-  readonly size: number;
-  readonly overlap: number;
-}
-
-/** Chunk overlap when neither overlap field is given. */
-export const DEFAULT_OVERLAP_RATIO = 0.25;
-
-/** How chunking options are named in a message: the API's fields, or plain words (CLI, library). */
-export interface ChunkingNames {
-  readonly size: string;
-  readonly overlap: string;
-}
-const PLAIN_NAMES: ChunkingNames = { size: 'the chunk size', overlap: 'the chunk overlap' };
 const REQUEST_NAMES: ChunkingNames = { size: 'chunking_options.size', overlap: 'chunking_options.overlap_tokens' };
-
-/**
- * The one rule for chunk sizes and overlaps, wherever they come from (a rerank request, the
- * embedder's chunkText, `lexembed embed --chunk-tokens`): a size of 1 to `maxChunkTokens` tokens
- * and an overlap of 0 to size − 1 tokens, or a validation problem naming the option as `names` do.
- */
-export function checkChunking(size: number, overlap: number, maxChunkTokens: number, names: ChunkingNames = PLAIN_NAMES): Result<Chunking> {
-  if (!Number.isInteger(size) || size < 1 || size > maxChunkTokens) {
-    return { ok: false, problem: problem('validation', `${names.size} must be an integer from 1 to ${maxChunkTokens} tokens (what the model reads of a document at once), got ${size}`) };
-  }
-  if (!Number.isInteger(overlap) || overlap < 0 || overlap >= size) {
-    return {
-      ok: false,
-      problem: problem('validation', `${names.overlap} must be an integer from 0 to ${size - 1} tokens (less than the chunk size ${size}, or each chunk would repeat the last), got ${overlap}`),
-    };
-  }
-  return { ok: true, value: { size, overlap } };
-}
 
 /** The chunk size (capped to what the model reads) and overlap a request asks for. */
 export function resolveChunking(options: RerankRequest['chunking_options'], caps: Pick<RerankCapabilities, 'maxChunkTokens'>): Result<Chunking> {

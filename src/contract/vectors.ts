@@ -57,3 +57,10 @@ export function quantizeVector(vector: ArrayLike<number>, dtype: OutputDtype): n
   for (let i = 0; i < vector.length; i++) if (vector[i]! > 0) bytes[i >> 3]! |= 0x80 >> (i & 7);
   return dtype === 'ubinary' ? bytes : bytes.map((b) => b - 128);
 }
+
+/** The cosine of two unit vectors (the embedder's are): their dot product. */
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
+  return sum;
+}

@@ -3,7 +3,7 @@
 import { checkChunking, problem, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result, type Task, type TokenizeResponse } from '../contract/index.ts';
 import { chunkText, tokenOffsets, wordTokenCounter } from './chunk.ts';
 import { estimateTokens, pauser } from './pacing.ts';
-import { createRerank, type EmbedderCore } from './reranking.ts';
+import { createRerank, type EmbedderCore } from './rerank-run.ts';
 import { encodeInSlices, slicesOf } from './slices.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
@@ -71,7 +71,7 @@ export function createEmbedder(
   };
 }
 
-/** The embedder's model, tokeniser rules and queue, as its operations (and reranking.ts) use them. */
+/** The embedder's model, tokeniser rules and queue, as its operations (and rerank-run.ts) use them. */
 function createCore(settings: ModelSettings, backend: EmbeddingBackend, scheduler: BatchScheduler): EmbedderCore {
   // Tokens of a prompt alone ([CLS] prompt [SEP]): a text adding none has nothing the model can read.
   const promptTokens = new Map<string, number>();

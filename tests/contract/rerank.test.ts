@@ -2,7 +2,8 @@
 // functions, on hand-checkable examples.
 import { describe, expect, it } from 'vitest';
 import { MAX_RERANK_TEXTS, rankResults, validateRerankRequest, type RerankCapabilities } from '../../src/contract/index.ts';
-import { bm25Normalized, chunkScore, chunkTexts, combineChunkScores, scoreTexts, terms } from '../../src/embedder/rerank.ts';
+import { chunkTexts } from '../../src/embedder/rerank-run.ts';
+import { bm25Normalized, chunkScore, combineChunkScores, scoreTexts, terms } from '../../src/embedder/rerank-score.ts';
 
 const caps: RerankCapabilities = { rerankModelName: 'legal-2-reranker', maxChunkTokens: 510, maxQueryTokens: 512 };
 const base = { model: 'legal-2-reranker', query: 'Notice to quit', texts: ['The landlord shall give notice.', 'Severability'] };

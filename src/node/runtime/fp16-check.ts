@@ -5,7 +5,7 @@
 // without a word. load-model.ts falls back to fp32 under --dtype auto and stops under --dtype fp16.
 import { truncateAndNormalize, truncateToMaxTokens } from '../../contract/index.ts';
 import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
-import { dot } from '../../embedder/rerank.ts';
+import { dot } from '../../contract/vectors.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 
 /** Lowest cosine between a probe's fp16 vector and its fp32 CPU vector that is accepted. */

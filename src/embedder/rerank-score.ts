@@ -1,10 +1,8 @@
-// Reranking as pure functions: token chunks with overlap, BM25 over the request's own chunks, the
-// calibrated combination with the embedding similarity, and chunk scores folded per text. The
-// embedder (embedder.ts) tokenises and embeds; the benchmark (model/fit_reranker.ts) runs these same
+// Reranking's scores, as pure functions: BM25 over the request's own chunks, the calibrated
+// combination with the embedding similarity, and chunk scores folded per text. Running a reranking
+// (chunking, embedding, then these) is rerank-run.ts; model/fit_reranker.ts runs these same
 // functions over cached vectors to fit and evaluate the weights.
-import type { Chunking, ScoringMethod } from '../contract/rerank.ts';
-import { chunkText, wordTokenCounter } from './chunk.ts';
-import type { EmbeddingBackend } from './types.ts';
+import type { ScoringMethod } from '../contract/rerank.ts';
 
 /**
  * The logistic fit a model folder carries (`lexembed.json` "reranking"): a chunk's score is
@@ -19,76 +17,6 @@ export interface RerankWeights {
 /** BM25 parameters (the ones model/evaluate.py scores the first stage with). */
 export const BM25_K1 = 0.9;
 export const BM25_B = 0.4;
-
-export interface ChunkedTexts {
-  /** Token sequences for the model: each chunk read as a document is ([CLS], prompt, chunk, [SEP]). */
-  readonly sequences: number[][];
-  /** Per text, its chunks as text (what BM25 reads: the tokenizer's normalised reading of the chunk). */
-  readonly chunkTexts: string[][];
-}
-
-/**
- * One text's chunks (chunk.ts: whole words within `chunking.size` tokens, `chunking.overlap`
- * repeated, line and sentence ends preferred), each framed as the model reads a document, and its
- * text for BM25. Empty when the text has no token the model reads. `count` is a per-request
- * wordTokenCounter, so words repeated across texts are counted once.
- */
-export function chunkOneText(
-  tokenizer: Pick<EmbeddingBackend, 'encode' | 'decode'>,
-  text: string,
-  chunking: Chunking,
-  documentPrompt: string,
-  count: (word: string) => number,
-): { sequences: number[][]; texts: string[] } {
-  const head = tokenizer.encode(documentPrompt).length - 1; // [CLS] and the prompt's pieces
-  const decode = tokenizer.decode ?? ((ids: readonly number[]) => ids.join(' '));
-  const sequences: number[][] = [];
-  const texts: string[] = [];
-  for (const chunk of chunkText(text, chunking, count)) {
-    const ids = tokenizer.encode(documentPrompt + chunk.text);
-    sequences.push(ids);
-    texts.push(decode(ids.slice(head, -1)));
-  }
-  return { sequences, texts };
-}
-
-export interface ChunkLoopOptions {
-  /** Awaited between texts (the embedder yields to the event loop there). */
-  readonly pause?: () => Promise<void>;
-  readonly signal?: AbortSignal;
-  /** Stop as soon as the chunks pass this many. */
-  readonly maxChunks?: number;
-}
-
-export type ChunkLoopResult = ChunkedTexts | { readonly unreadable: number } | { readonly tooMany: { readonly texts: number; readonly chunks: number } };
-
-/**
- * Splits each text into chunks (chunkOneText) and frames each chunk as the model reads a document:
- * the one chunk loop of reranking, run by the embedder, the benchmark that fits the weights and
- * the tests. Returns the index of the first text with no readable token instead, or, past
- * `maxChunks`, how many texts made how many chunks.
- */
-export async function chunkTexts(
-  tokenizer: Pick<EmbeddingBackend, 'encode' | 'decode'>,
-  texts: readonly string[],
-  chunking: Chunking,
-  documentPrompt: string,
-  options: ChunkLoopOptions = {},
-): Promise<ChunkLoopResult> {
-  const count = wordTokenCounter((t) => tokenizer.encode(t));
-  const sequences: number[][] = [];
-  const chunked: string[][] = [];
-  for (const [index, text] of texts.entries()) {
-    await options.pause?.();
-    if (options.signal?.aborted) throw options.signal.reason;
-    const one = chunkOneText(tokenizer, text, chunking, documentPrompt, count);
-    if (one.sequences.length === 0) return { unreadable: index };
-    sequences.push(...one.sequences);
-    chunked.push(one.texts);
-    if (options.maxChunks !== undefined && sequences.length > options.maxChunks) return { tooMany: { texts: index + 1, chunks: sequences.length } };
-  }
-  return { sequences, chunkTexts: chunked };
-}
 
 const WORD = /[\p{L}\p{N}]+/gu;
 
@@ -139,12 +67,6 @@ export function bm25NormalizedCounts(query: readonly string[], documents: readon
   });
 }
 
-/** The cosine of two unit vectors (the embedder's are): their dot product. */
-export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let sum = 0;
-  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
-  return sum;
-}
 
 /** The calibrated chunk score in [0, 1]: monotonic in both the similarity and the BM25 share. */
 export function chunkScore(weights: RerankWeights, similarity: number, lexical: number): number {
