@@ -64,7 +64,7 @@ for (const d of devices) if (d !== 'cpu' && d !== 'webgpu') (console.error(`--de
 const gpuAdapter = values['gpu-adapter'] || undefined;
 const webgpuBatchTokens = values['webgpu-max-batch-tokens'] === 'auto' ? 'auto' : Number(values['webgpu-max-batch-tokens']);
 if (webgpuBatchTokens !== 'auto' && !(Number.isInteger(webgpuBatchTokens) && webgpuBatchTokens > 0)) (console.error('--webgpu-max-batch-tokens: must be auto or a positive integer'), process.exit(2));
-// auto: measured on the GPU at load (src/backend/batch-budget.ts), as `lexembed serve` does by default.
+// auto: measured on the GPU at load (src/node/runtime/batch-budget.ts), as `lexembed serve` does by default.
 const batchTokensFor = (device: string) => (device === 'webgpu' ? webgpuBatchTokens : maxBatchTokens);
 const serverArgs = (device: string) => [
   '--inference', values.inference!, '--threads', String(threads), '--max-batch-tokens', String(batchTokensFor(device)),

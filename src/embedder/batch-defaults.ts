@@ -1,6 +1,6 @@
 // Every default batch limit, in one place, each with what it was measured on. A number given on
 // the command line or to createLocalClient stands; WebGPU measures its own budget at start-up
-// (backend/batch-budget.ts) and keeps SLOW_GPU_BATCH_TOKENS where even its smallest probe is slow.
+// (node/runtime/batch-budget.ts) and keeps SLOW_GPU_BATCH_TOKENS where even its smallest probe is slow.
 
 export interface SchedulerLimits {
   /** Most sequences in one model call. */

@@ -2,7 +2,7 @@
 // given stands; "auto" is a fixed figure on the CPU and a measurement on WebGPU. Which of the two
 // is part of the inference plan (inference-plan.ts: `batchRule`, resolved once with the device);
 // the measurement runs here once the backend has started, so the reason can say what was chosen.
-import { measureBatchBudget, PROBE_TOKENS } from '../../backend/batch-budget.ts';
+import { measureBatchBudget, PROBE_TOKENS } from './batch-budget.ts';
 import type { EmbeddingBackend } from '../../embedder/types.ts';
 import { DEFAULT_SCHEDULER_LIMITS, DEFAULT_SMALL_BATCH_TOKENS, type SchedulerLimits } from '../../embedder/batch-defaults.ts';
 

@@ -4,7 +4,7 @@
 // 128-token sequences at growing budgets; the budget kept is the largest that still ran within the
 // latency target and still paid (≥ 10 % more texts/s than half of it); a GPU too slow for the
 // smallest keeps SLOW_GPU_BATCH_TOKENS (batch-defaults.ts: every default batch limit).
-import { DEFAULT_SCHEDULER_LIMITS, SLOW_GPU_BATCH_TOKENS } from '../embedder/batch-defaults.ts';
+import { DEFAULT_SCHEDULER_LIMITS, SLOW_GPU_BATCH_TOKENS } from '../../embedder/batch-defaults.ts';
 
 /** The budgets tried on a GPU, smallest first. */
 export const GPU_BUDGET_CANDIDATES = [1024, 2048, 4096, 8192, 16384, 32768] as const;

@@ -3,7 +3,7 @@
 // no timing here depends on this machine's load). The real measurement runs on lavapipe in
 // tests/node/webgpu.test.ts (serve --device webgpu logs what it chose).
 import { describe, expect, it } from 'vitest';
-import { chooseBatchTokens, measureBatchBudget } from '../../src/backend/batch-budget.ts';
+import { chooseBatchTokens, measureBatchBudget } from '../../../src/node/runtime/batch-budget.ts';
 
 describe('chooseBatchTokens', () => {
   it('keeps doubling while a batch stays within the latency target and pays ≥ 10 % more texts/s', () => {
