@@ -7,6 +7,7 @@ import { createStoreAuthenticator } from '../auth/service.ts';
 import { AccountSchema, KeyRecordSchema } from '../auth/records.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
 import { ModelLoadFailure } from '../http/model-state.ts';
+import { fingerprintingFetch, graphFileOf } from '../embedder/fingerprint.ts';
 import { parseModelSettings } from '../embedder/settings.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { z } from 'zod';
@@ -124,16 +125,19 @@ async function loadWithFiles(wasmModule: WebAssembly.Module, fetchModelFile: (pa
   const { createTransformersBackend } = await import('../backend/transformers-backend.ts');
   tf.allowRemoteModels = false;
   tf.useBrowserCache = false;
-  // Work-around 3: model files come through the binding or URL, not the local file system.
-  tf.fetch = ((input: string | URL | Request) => fetchModelFile(String(input instanceof Request ? input.url : input))) as typeof fetch;
+  // Work-around 3: model files come through the binding or URL, not the local file system; each is
+  // hashed as it streams in, for the model's fingerprint (the value a Node server shows).
+  const files = fingerprintingFetch(((input: string | URL | Request) => fetchModelFile(String(input instanceof Request ? input.url : input))) as typeof fetch);
+  tf.fetch = files.fetch;
   const onnx = tf.backends.onnx as { wasm: { numThreads?: number; wasmBinary?: ArrayBufferLike; proxy?: boolean; wasmPaths?: unknown } };
   onnx.wasm.numThreads = 1; // no threads in an isolate
   onnx.wasm.proxy = false;
   onnx.wasm.wasmPaths = undefined;
   onnx.wasm.wasmBinary = new ArrayBuffer(8); // a placeholder: the compiled module is used instead (below)
   useCompiledModuleForInstantiate(wasmModule);
-  const settings = parseModelSettings(await (await fetchModelFile('/models/model/lexembed.json')).json(), 'lexembed.json');
+  const settings = parseModelSettings(await (await files.fetch('/models/model/lexembed.json')).json(), 'lexembed.json');
   const backend = await createTransformersBackend({ modelId: 'model', localModelPath: '/models/', settings, device: 'wasm' });
+  settings.fingerprint = (await files.fingerprint(graphFileOf(settings.dtype), (file) => files.fetch(`/models/model/${file}`))) ?? undefined;
   return createEmbedder(settings, backend);
 }
 

@@ -5,6 +5,7 @@ import { env } from '@huggingface/transformers';
 import { inProcessClient, type InProcessClient } from './in-process.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/batch-defaults.ts';
 import { createEmbedder } from '../embedder/embedder.ts';
+import { fingerprintingFetch, graphFileOf } from '../embedder/fingerprint.ts';
 import { int8Verdict, parseModelSettings, type ModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../backend/transformers-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
@@ -53,7 +54,12 @@ export interface LocalClientOptions {
 
 export interface LocalClient extends InProcessClient {
   /** Where the model runs and why; resolves once the model is loaded. */
-  readonly ready: Promise<DeviceChoice & { dtype: string; graph: 'plain' | 'fused'; loadMs: number }>;
+  /**
+   * Resolves once the model is loaded: the device, precision and graph chosen (and why), the load time,
+   * and the model's identity, as a Node server shows it: `modelId` (lexembed.json "id") and
+   * `fingerprint` (a hash of the graph, tokenizer and settings this page loaded; null if a file could not be read back).
+   */
+  readonly ready: Promise<DeviceChoice & { dtype: string; graph: 'plain' | 'fused'; loadMs: number; modelId: string | null; fingerprint: string | null }>;
   dispose(): Promise<void>;
 }
 
@@ -77,7 +83,7 @@ export function createLocalClient(options: LocalClientOptions): LocalClient {
   loading.catch(() => {});
   // Handled here too: a caller that never awaits `ready` must not get an unhandled rejection
   // (which ends a Node process); one that awaits it still gets the error, once.
-  const ready = loading.then(({ choice, loadMs }) => ({ ...choice, loadMs }));
+  const ready = loading.then(({ choice, loadMs, embedder }) => ({ ...choice, loadMs, modelId: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null }));
   ready.catch(() => {});
   return {
     ...inProcessClient(async () => (await loading).embedder, docsUrl),
@@ -104,8 +110,10 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
   // retries. They skip the HTTP cache: a private window's in-memory cache cannot hold a 50 MB model
   // and fails the download (net::ERR_CACHE_WRITE_FAILURE, every time in Chromium's incognito);
   // transformers.js keeps its own copy in the Cache API where the browser allows one.
-  const tf = env as unknown as { fetch: typeof fetch };
-  tf.fetch = retryingFetch(uncachedFetch);
+  // Each model file is hashed as it streams in, for the model's fingerprint.
+  const tf = env as unknown as { fetch: typeof fetch; cacheKey?: string };
+  const files = fingerprintingFetch(retryingFetch(uncachedFetch));
+  tf.fetch = files.fetch;
   const settingsResponse = await tf.fetch(`${base}lexembed.json`);
   if (!settingsResponse.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${settingsResponse.status}); serve the model folder at ${base}`);
   const settings = parseModelSettings(await settingsResponse.json(), `${base}lexembed.json`);
@@ -136,6 +144,9 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
       graph = { graph: 'plain', reason: `exported graph (auto: the fused graph did not load: ${first})` };
     } else throw error;
   }
+  // A file transformers.js took from its Cache API copy did not pass through fetch: read it there (or fetch it again).
+  settings.fingerprint =
+    (await files.fingerprint(graphFileOf(dtype, graph.graph), async (file) => (await cachedFile(tf.cacheKey, `${base}${file}`)) ?? tf.fetch(`${base}${file}`))) ?? undefined;
   const choice = { device: device.device, dtype, graph: graph.graph, reason: `${device.reason}; ${reason}${graph.reason ? `; ${graph.reason}` : ''}` };
   const limits = options.maxBatchTokens ? { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : DEFAULT_SCHEDULER_LIMITS;
   return { embedder: createEmbedder(settings, backend, limits), choice, loadMs: performance.now() - started };
@@ -171,6 +182,16 @@ export function chooseDtype(requested: LocalDtype, device: 'webgpu' | 'wasm', se
   if (device !== 'wasm') return { dtype: settings.dtype, reason: `dtype ${settings.dtype} (auto: int8 runs on WASM only)` };
   if (settings.dtype !== 'fp32' || !verdict.keeps) return { dtype: settings.dtype, reason: `dtype ${settings.dtype} (auto: not q8 because ${verdict.why ?? `the model is ${settings.dtype}`})` };
   return { dtype: 'q8', reason: `dtype q8 (auto: the int8 graph keeps quality: ${verdict.figures})` };
+}
+
+/** transformers.js's copy of a model file in the Cache API, where the browser has one. */
+async function cachedFile(cacheName: string | undefined, url: string): Promise<Response | undefined> {
+  if (typeof caches === 'undefined') return undefined;
+  try {
+    return await (await caches.open(cacheName ?? 'transformers-cache')).match(url);
+  } catch {
+    return undefined; // no Cache API here (a private window, an insecure origin)
+  }
 }
 
 const uncachedFetch: typeof fetch = (input, init) => fetch(input, { ...init, cache: 'no-store' });

@@ -4,10 +4,11 @@ import { expect, test, type Page } from '@playwright/test';
 import { create, offline, rerank, searchAndCheck } from './helpers.ts';
 import { cosine, nodeRerank, nodeVectors, PARITY_TEXTS } from './parity.ts';
 import { SAMPLE_DOCUMENTS } from '../../web-demo/src/samples.ts';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, startServe } from '../support/cli.ts';
+import { BUNDLED_MODEL_DIR, modelFingerprint } from '../../src/node/runtime/load-model.ts';
 import { makeDocx, makePdf } from '../support/documents.ts';
 
 test('loads offline on WASM, shows progress and backend, ranks the expected passage first', async ({ page }) => {
@@ -20,6 +21,9 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
   await expect(page.locator('body')).toHaveAttribute('data-backend', 'wasm');
   await expect(page.locator('#status')).toContainText('Backend: wasm — wasm was requested (WASM); dtype q8 (auto: the int8 graph keeps quality: dev nDCG@10');
   await expect(page.locator('body')).toHaveAttribute('data-dtype', 'q8');
+  // The page names the model as a Node server does: lexembed.json's id and the fingerprint of the graph it loaded.
+  await expect(page.locator('body')).toHaveAttribute('data-model-id', JSON.parse(readFileSync(join(BUNDLED_MODEL_DIR, 'lexembed.json'), 'utf8')).id);
+  await expect(page.locator('body')).toHaveAttribute('data-fingerprint', modelFingerprint(BUNDLED_MODEL_DIR, 'q8'));
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
   // On WASM the page loads the int8 graph (the model card's loss is within 0.005), not the float32 one.
   expect(requested.some((p) => p.endsWith('/models/legal-2-embedder/onnx/model_quantized.onnx'))).toBe(true);
@@ -28,6 +32,21 @@ test('loads offline on WASM, shows progress and backend, ranks the expected pass
   expect(requested.some((p) => /ort-wasm-simd-threaded-[^.]*\.wasm$/.test(p))).toBe(true);
   expect(requested.some((p) => /ort-wasm-simd-threaded\.asyncify-.*\.wasm$/.test(p))).toBe(false);
   expect(external).toEqual([]);
+});
+
+test('a reload takes the model from the Cache API and still names its fingerprint (read back from the cache)', async ({ page }) => {
+  await offline(page);
+  await page.goto('/?device=wasm');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  const first = await page.locator('body').getAttribute('data-fingerprint');
+  const requested: string[] = [];
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  expect(first).toBe(modelFingerprint(BUNDLED_MODEL_DIR, 'q8'));
+  await expect(page.locator('body')).toHaveAttribute('data-fingerprint', first!);
+  // The graph came from transformers.js's Cache API copy, not the network.
+  expect(requested.some((p) => p.endsWith('/onnx/model_quantized.onnx'))).toBe(false);
 });
 
 test('a model file whose first fetch fails (connection dropped, then a 503) still loads: the fetch is retried', async ({ page }) => {

@@ -60,6 +60,10 @@ describe('edge worker in workerd', () => {
     const node = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
     const r = await node.embed({ texts, task: null, overflowStrategy: 'drop_end', dimensions: 256 });
     await node.dispose();
+    // The answer names the model as a Node server's does: the same id and fingerprint (hashed as the files streamed in).
+    expect(node.settings.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
+    expect(res.headers.get('x-lexembed-model-id')).toBe(node.settings.id);
+    expect(res.headers.get('x-lexembed-model-fingerprint')).toBe(node.settings.fingerprint);
     if (!r.ok) throw new Error('node embed failed');
     expect(body.usage.input_tokens).toBe(r.value.inputTokens);
     body.embeddings.forEach((e, i) => {

@@ -28,6 +28,8 @@ function start(mode: Mode) {
   delete document.body.dataset.backend;
   delete document.body.dataset.dtype;
   delete document.body.dataset.graph;
+  delete document.body.dataset.modelId;
+  delete document.body.dataset.fingerprint;
   worker.onmessage = async (event: MessageEvent<FromWorker>) => {
     const m = event.data;
     if (m.type === 'progress') showLoadProgress(m.fraction);
@@ -36,10 +38,13 @@ function start(mode: Mode) {
       document.body.dataset.backend = m.backend;
       if (m.dtype) document.body.dataset.dtype = m.dtype;
       if (m.graph) document.body.dataset.graph = m.graph;
+      if (m.modelId) document.body.dataset.modelId = m.modelId;
+      if (m.fingerprint) document.body.dataset.fingerprint = m.fingerprint;
       setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms. Embedding ${PASSAGES.length} passages…`);
       const t = await embed(PASSAGES.map((p) => p.text), 'retrieval/document');
       passageVectors = t.vectors;
-      setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms; ${PASSAGES.length} passages embedded in ${t.ms.toFixed(0)} ms.`);
+      const identity = m.modelId ? ` Model ${m.modelId}${m.fingerprint ? ` (${m.fingerprint})` : ''}.` : '';
+      setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms; ${PASSAGES.length} passages embedded in ${t.ms.toFixed(0)} ms.${identity}`);
       renderHeatmap(null);
       document.body.dataset.ready = 'true';
       $('search-button').removeAttribute('disabled');

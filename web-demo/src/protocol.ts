@@ -25,7 +25,7 @@ export interface Chunk {
 
 export type FromWorker =
   | { type: 'progress'; fraction: number; file: string }
-  | { type: 'ready'; backend: string; dtype?: string; graph?: string; reason: string; loadMs: number }
+  | { type: 'ready'; backend: string; dtype?: string; graph?: string; modelId?: string | null; fingerprint?: string | null; reason: string; loadMs: number }
   | { type: 'failed'; message: string }
   | { type: 'embedded'; id: number; vectors: number[][]; ms: number; inputTokens: number }
   | { type: 'created'; id: number; response: unknown }

@@ -38,7 +38,7 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
         });
         const ready = await local.ready;
         client = local;
-        post({ type: 'ready', backend: ready.device, dtype: ready.dtype, graph: ready.graph, reason: ready.reason, loadMs: ready.loadMs });
+        post({ type: 'ready', backend: ready.device, dtype: ready.dtype, graph: ready.graph, modelId: ready.modelId, fingerprint: ready.fingerprint, reason: ready.reason, loadMs: ready.loadMs });
       } else {
         const started = performance.now();
         local = undefined;

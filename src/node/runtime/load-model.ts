@@ -6,6 +6,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
+import { formatFingerprint } from '../../embedder/fingerprint.ts';
 import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
 import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend, type PlannedBackend } from './worker-backend.ts';
@@ -208,5 +209,5 @@ function readJsonFile(path: string): unknown {
 export function modelFingerprint(folder: string, dtype = 'fp32', graph: 'plain' | 'fused' = 'plain'): string {
   const hash = createHash('sha256');
   for (const file of [graphFileOf(dtype, graph), 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
-  return `sha256:${hash.digest('hex').slice(0, 16)}`;
+  return formatFingerprint(hash.digest());
 }

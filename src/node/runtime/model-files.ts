@@ -7,11 +7,7 @@ import type { ModelSettings } from '../../embedder/settings.ts';
 import type { InferenceFacts } from './inference-plan.ts';
 import { FP16_MODEL_FILE, FUSED_MODEL_FILE, Q8_MODEL_FILE } from './webgpu/decide.ts';
 
-/** The file transformers.js loads for `dtype` (its suffixes: fp16 → _fp16, q8 → _quantized), or the fused graph. */
-export function graphFileOf(dtype: string, graph: 'plain' | 'fused' = 'plain'): string {
-  if (graph === 'fused') return FUSED_MODEL_FILE;
-  return dtype === 'fp16' ? FP16_MODEL_FILE : dtype === 'q8' ? Q8_MODEL_FILE : join('onnx', 'model.onnx');
-}
+export { graphFileOf } from '../../embedder/fingerprint.ts';
 
 /** What `folder` (with its parsed lexembed.json) offers the plan. */
 export function modelFacts(folder: string, settings: Pick<ModelSettings, 'dtype' | 'pooling' | 'quantized' | 'fused'>): InferenceFacts['model'] {
