@@ -144,6 +144,13 @@ export function operationRoutes(state: ModelState, operate: ReturnType<typeof cr
       handler: operate(createTokenization, null),
     },
     ...OTHER_OPERATIONS.map(({ path, resource }) => notServed(path, resource)),
+    ...openaiRoutes(state, operate),
+  ];
+}
+
+/** The OpenAI-compatible routes: embeddings and the model list, errors in OpenAI's shape. */
+function openaiRoutes(state: ModelState, operate: ReturnType<typeof createOperate>): Route<Env>[] {
+  return [
     {
       method: 'POST',
       path: `${OPENAI_PREFIX}/embeddings`,

@@ -87,6 +87,12 @@ export function createMcpServer(source: ModelSource, indexes: readonly McpIndex[
       }),
   );
 
+  registerSearch(server, source, indexes);
+  return server;
+}
+
+/** The search tool, over the embedded corpora the server was given. */
+function registerSearch(server: McpServer, source: ModelSource, indexes: readonly McpIndex[]): void {
   server.registerTool(
     'search',
     {
@@ -131,7 +137,6 @@ export function createMcpServer(source: ModelSource, indexes: readonly McpIndex[
         };
       }),
   );
-  return server;
 }
 
 function instructionsFor(indexes: readonly McpIndex[]): string {
