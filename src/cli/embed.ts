@@ -12,8 +12,8 @@ import { Lexembed } from '../client/index.ts';
 import { TASKS } from '../contract/index.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
-import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
-import { describeOptions, parseOptions, UsageError } from './options.ts';
+import { DEVICE_OPTIONS, deviceOptions } from './device-options.ts';
+import { describeOptions, integerIn, parseOptions, UsageError, type OptionValues } from './options.ts';
 import { createProgress } from './progress.ts';
 import { remoteIdentity, type ModelIdentity } from './model-source.ts';
 import { messageOf } from '../util/message-of.ts';
@@ -26,48 +26,32 @@ import { DocumentReader, listDocuments } from '../node/documents.ts';
 export const DOCUMENT_CHUNK_TOKENS = 256;
 
 export const EMBED_OPTIONS = {
-  output: { help: 'JSONL file to write (appended to, and resumed, if it exists)' },
+  output: { value: z.string({ error: 'is required: the JSONL file to write' }).min(1), help: 'JSONL file to write (appended to, and resumed, if it exists)' },
   format: {
     default: 'auto',
+    value: z.enum(['auto', 'jsonl', 'csv', 'text', 'documents'], { error: 'must be auto, jsonl, csv, text or documents' }),
     help: `input format: jsonl, csv, text (one text per line), documents (PDF, DOCX, TXT, Markdown files: one document each, chunked, every chunk with its page, paragraph or line) or auto (a folder, several files, .pdf or .docx: documents; else by extension)`,
   },
-  'id-field': { default: 'id', help: 'id field (JSONL) or column (CSV)' },
-  'text-field': { default: 'text', help: 'text field (JSONL) or column (CSV)' },
-  task: { default: '', help: 'retrieval/query or retrieval/document (default: none)' },
-  dimensions: { default: '', help: "embedding dimensions (default: the model's default)" },
-  'batch-size': { default: '64', help: 'texts (or chunks) per batch written to the output: one embed call locally (the model batches them further by tokens), one request remotely (at most 128)' },
-  'chunk-tokens': { default: '', help: `cut each text into chunks of at most N tokens, one output row per chunk with its character offsets (local model only; at most what the model reads of a document; documents: default ${DOCUMENT_CHUNK_TOKENS})` },
-  'overlap-tokens': { default: '0', help: 'with --chunk-tokens: tokens each chunk repeats from the end of the one before (whole words)' },
-  model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
+  'id-field': { value: z.string().min(1), default: 'id', help: 'id field (JSONL) or column (CSV)' },
+  'text-field': { value: z.string().min(1), default: 'text', help: 'text field (JSONL) or column (CSV)' },
+  task: { value: z.union([z.literal(''), z.enum(TASKS)], { error: `must be ${TASKS.join(' or ')}` }), default: '', help: 'retrieval/query or retrieval/document (default: none)' },
+  dimensions: { value: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer' }), default: '', help: "embedding dimensions (default: the model's default)" },
+  'batch-size': { value: integerIn(1, 1024), default: '64', help: 'texts (or chunks) per batch written to the output: one embed call locally (the model batches them further by tokens), one request remotely (at most 128)' },
+  'chunk-tokens': { value: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer (tokens)' }), default: '', help: `cut each text into chunks of at most N tokens, one output row per chunk with its character offsets (local model only; at most what the model reads of a document; documents: default ${DOCUMENT_CHUNK_TOKENS})` },
+  'overlap-tokens': { value: z.coerce.number({ error: 'must be a non-negative integer (tokens)' }).int({ error: 'must be a non-negative integer (tokens)' }).min(0, { error: 'must be a non-negative integer (tokens)' }), default: '0', help: 'with --chunk-tokens: tokens each chunk repeats from the end of the one before (whole words)' },
+  model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
   ...DEVICE_OPTIONS,
-  remote: { env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
-  'model-name': { default: 'legal-2-embedder', help: 'model name sent to a remote server' },
-  'on-error': { default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
-  progress: { default: 'auto', help: 'progress bar: auto (on a terminal, else periodic lines), always, never' },
+  remote: { value: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }), env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
+  'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
+  'on-error': { value: z.enum(['stop', 'skip'], { error: 'must be stop or skip' }), default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
+  progress: { value: z.enum(['auto', 'always', 'never'], { error: 'must be auto, always or never' }), default: 'auto', help: 'progress bar: auto (on a terminal, else periodic lines), always, never' },
   shard: {
     env: 'LEXEMBED_SHARD',
     default: '',
+    value: z.string().regex(/^$|^(\d+|auto)\/\d+$/, { error: 'must be I/N (e.g. 0/4) or auto/N' }),
     help: 'I/N: embed only the I-th (from 0) of N contiguous parts of the input, into this --output (run the N shards on N machines; their outputs concatenated in order are one run\'s); auto/N takes I from JOB_COMPLETION_INDEX (a Kubernetes indexed Job)',
   },
 };
-
-const EmbedConfigSchema = DeviceConfigSchema.extend({
-  output: z.string({ error: 'is required: the JSONL file to write' }).min(1),
-  format: z.enum(['auto', 'jsonl', 'csv', 'text', 'documents'], { error: 'must be auto, jsonl, csv, text or documents' }),
-  'id-field': z.string().min(1),
-  'text-field': z.string().min(1),
-  task: z.union([z.literal(''), z.enum(TASKS)], { error: `must be ${TASKS.join(' or ')}` }),
-  dimensions: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer' }),
-  'batch-size': z.coerce.number({ error: 'must be an integer from 1 to 1024' }).int().min(1).max(1024, { error: 'must be an integer from 1 to 1024' }),
-  'chunk-tokens': z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer (tokens)' }),
-  'overlap-tokens': z.coerce.number({ error: 'must be a non-negative integer (tokens)' }).int({ error: 'must be a non-negative integer (tokens)' }).min(0, { error: 'must be a non-negative integer (tokens)' }),
-  model: z.string().min(1),
-  remote: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }),
-  'model-name': z.string().min(1),
-  'on-error': z.enum(['stop', 'skip'], { error: 'must be stop or skip' }),
-  progress: z.enum(['auto', 'always', 'never'], { error: 'must be auto, always or never' }),
-  shard: z.string().regex(/^$|^(\d+|auto)\/\d+$/, { error: 'must be I/N (e.g. 0/4) or auto/N' }),
-});
 
 export const EMBED_USAGE = `Usage: lexembed embed <input> --output <out.jsonl> [options]
 
@@ -109,7 +93,7 @@ export interface EmbedSource {
 export const metaPathOf = (output: string) => `${output}.meta.json`;
 
 export async function embedCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values: config, positionals, help } = parseOptions('lexembed embed', args, EMBED_OPTIONS, EmbedConfigSchema);
+  const { values: config, positionals, help } = parseOptions('lexembed embed', args, EMBED_OPTIONS);
   if (help) return (out(EMBED_USAGE), 0);
   const { input, corpus, chunking, reader, ignored } = checkArguments(config, positionals);
   if (ignored.length) err(`lexembed embed: left out ${ignored.length} file(s) that are not PDF, DOCX, TXT or Markdown: ${ignored.slice(0, 5).join(', ')}${ignored.length > 5 ? ', …' : ''}`);
@@ -155,7 +139,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   return 0;
 }
 
-type EmbedConfig = z.output<typeof EmbedConfigSchema>;
+type EmbedConfig = OptionValues<typeof EMBED_OPTIONS>;
 type Chunking = { size: number; overlap: number };
 /** A row of the input; a document's also says where its units (pages, paragraphs, lines) start, and a bad document's which file it is. */
 type CorpusRow = { id: string; rawId: string | number; text: string; line: number; unit?: DocumentUnit; starts?: readonly number[] } | { error: string; line: number; where?: string };

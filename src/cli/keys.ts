@@ -2,17 +2,9 @@
 import { z } from 'zod';
 import { keyState, RESOURCES } from '../auth/records.ts';
 import { createKey, parseDuration, setAccount } from '../auth/service.ts';
-import { describeOptions, parseOptions, UsageError } from './options.ts';
-import { openKeyStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
+import { describeOptions, flag, parseOptions, UsageError } from './options.ts';
+import { openKeyStore, STORE_OPTIONS, storeDescription } from './store-options.ts';
 
-const CREATE_OPTIONS = {
-  account: { help: 'account id the key belongs to (created, active/verified/subscribed, if new)' },
-  expires: { default: '', help: 'lifetime, e.g. 30d, 12h, 2w (default: never expires)' },
-  resources: { default: 'embeddings,rerankings', help: `comma-separated resources the key may use (${RESOURCES.join(', ')}); the default is what lexembed serves` },
-  rpm: { default: '', help: 'requests per minute the key may make (over it: 429 with Retry-After; default: no limit; with keys update, "none" removes it)' },
-  tpm: { default: '', help: 'input tokens per minute the key may use (default: no limit; with keys update, "none" removes it)' },
-  ...STORE_OPTIONS,
-};
 /** A limit option: '' (absent), 'none' (remove: keys update) or a positive integer. */
 const limit = z
   .string()
@@ -20,13 +12,30 @@ const limit = z
   .transform((s) => (s === '' ? undefined : s === 'none' ? null : Number(s)));
 const limitText = (n: number | null | undefined) => (n ? String(n) : 'none');
 const bool = z.enum(['true', 'false'], { error: 'must be true or false' }).optional().transform((v) => (v === undefined ? undefined : v === 'true'));
+
+const CREATE_OPTIONS = {
+  account: {
+    value: z.string().regex(/^[\w.@-]{1,100}$/, { error: 'must be 1–100 letters, digits, _ . @ or -' }).optional(),
+    help: 'account id the key belongs to (created, active/verified/subscribed, if new)',
+  },
+  expires: { default: '', value: z.string().refine((s) => s === '' || parseDuration(s) !== null, { error: 'must be a duration like 30d, 12h, 15m or 2w' }), help: 'lifetime, e.g. 30d, 12h, 2w (default: never expires)' },
+  resources: {
+    default: 'embeddings,rerankings',
+    value: z.string().refine((s) => s.split(',').every((r) => (RESOURCES as readonly string[]).includes(r.trim())), { error: `must list only ${RESOURCES.join(', ')}` }),
+    help: `comma-separated resources the key may use (${RESOURCES.join(', ')}); the default is what lexembed serves`,
+  },
+  rpm: { default: '', value: limit, help: 'requests per minute the key may make (over it: 429 with Retry-After; default: no limit; with keys update, "none" removes it)' },
+  tpm: { default: '', value: limit, help: 'input tokens per minute the key may use (default: no limit; with keys update, "none" removes it)' },
+  ...STORE_OPTIONS,
+};
+
 const ACCOUNT_OPTIONS = {
-  active: { help: 'true|false' },
-  verified: { help: 'true|false (e-mail verified)' },
-  subscribed: { help: 'true|false (usage-based plan)' },
-  overdue: { help: 'true|false (overdue invoices)' },
-  'monthly-tokens': { default: '', help: 'input tokens the account may use per calendar month, UTC (over it: 429 until the month ends); "none" removes the quota' },
-  create: { boolean: true, help: 'create the account if it does not exist (without it, an unknown id is refused: a typo must not leave the real account unchanged)' },
+  active: { value: bool, help: 'true|false' },
+  verified: { value: bool, help: 'true|false (e-mail verified)' },
+  subscribed: { value: bool, help: 'true|false (usage-based plan)' },
+  overdue: { value: bool, help: 'true|false (overdue invoices)' },
+  'monthly-tokens': { default: '', value: limit, help: 'input tokens the account may use per calendar month, UTC (over it: 429 until the month ends); "none" removes the quota' },
+  create: flag({ help: 'create the account if it does not exist (without it, an unknown id is refused: a typo must not leave the real account unchanged)' }),
   ...STORE_OPTIONS,
 };
 
@@ -51,16 +60,7 @@ ${describeOptions(ACCOUNT_OPTIONS)}
 export async function keysCommand(args: string[], out: (s: string) => void, err: (s: string) => void = out): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || sub === '--help' || sub === '-h') return (out(KEYS_USAGE), sub ? 0 : 2);
-  const schema = StoreConfigSchema.extend({
-    account: z.string().regex(/^[\w.@-]{1,100}$/, { error: 'must be 1–100 letters, digits, _ . @ or -' }).optional(),
-    expires: z.string().refine((s) => s === '' || parseDuration(s) !== null, { error: 'must be a duration like 30d, 12h, 15m or 2w' }),
-    resources: z.string().refine((s) => s.split(',').every((r) => (RESOURCES as readonly string[]).includes(r.trim())), {
-      error: `must list only ${RESOURCES.join(', ')}`,
-    }),
-    rpm: limit,
-    tpm: limit,
-  });
-  const { values, positionals, help } = parseOptions(`lexembed keys ${sub}`, rest, CREATE_OPTIONS, schema);
+  const { values, positionals, help } = parseOptions(`lexembed keys ${sub}`, rest, CREATE_OPTIONS);
   if (help) return (out(KEYS_USAGE), 0);
   const store = openKeyStore(values);
   try {
@@ -116,8 +116,7 @@ export async function keysCommand(args: string[], out: (s: string) => void, err:
 export async function accountsCommand(args: string[], out: (s: string) => void, err: (s: string) => void = out): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || sub === '--help' || sub === '-h') return (out(ACCOUNTS_USAGE), sub ? 0 : 2);
-  const schema = StoreConfigSchema.extend({ active: bool, verified: bool, subscribed: bool, overdue: bool, 'monthly-tokens': limit, create: z.boolean() });
-  const { values, positionals, help } = parseOptions(`lexembed accounts ${sub}`, rest, ACCOUNT_OPTIONS, schema);
+  const { values, positionals, help } = parseOptions(`lexembed accounts ${sub}`, rest, ACCOUNT_OPTIONS);
   if (help) return (out(ACCOUNTS_USAGE), 0);
   const store = openKeyStore(values);
   try {

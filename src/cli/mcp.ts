@@ -10,31 +10,21 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { z } from 'zod';
 import { createMcpServer, type McpIndex } from '../mcp/server.ts';
 import { BUNDLED_MODEL_DIR } from '../node/runtime/load-model.ts';
-import { DEVICE_OPTIONS, DeviceConfigSchema } from './device-options.ts';
+import { DEVICE_OPTIONS } from './device-options.ts';
 import { metaPathOf } from './embed.ts';
 import { openModelSource } from './model-source.ts';
 import { describeOptions, parseOptions, UsageError } from './options.ts';
 
 export const MCP_OPTIONS = {
-  transport: { env: 'LEXEMBED_MCP_TRANSPORT', default: 'stdio', help: 'stdio (the assistant starts lexembed mcp itself) or http (Streamable HTTP at POST /mcp)' },
-  index: { default: '', help: 'outputs of lexembed embed the search tool may read, comma-separated (each named by its file name less .jsonl)' },
-  port: { env: 'LEXEMBED_MCP_PORT', default: '8090', help: 'with --transport http: TCP port' },
-  host: { env: 'LEXEMBED_MCP_HOST', default: '127.0.0.1', help: 'with --transport http: address to bind (the MCP endpoint has no keys of its own: keep it on loopback, or put it behind your own authentication)' },
-  model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder (for search: the one the index was embedded with)' },
+  transport: { value: z.enum(['stdio', 'http'], { error: 'must be stdio or http' }), env: 'LEXEMBED_MCP_TRANSPORT', default: 'stdio', help: 'stdio (the assistant starts lexembed mcp itself) or http (Streamable HTTP at POST /mcp)' },
+  index: { value: z.string(), default: '', help: 'outputs of lexembed embed the search tool may read, comma-separated (each named by its file name less .jsonl)' },
+  port: { value: z.coerce.number({ error: 'must be a port number (0 for any free one)' }).int().min(0).max(65535, { error: 'must be a port number (0 for any free one)' }), env: 'LEXEMBED_MCP_PORT', default: '8090', help: 'with --transport http: TCP port' },
+  host: { value: z.string().min(1), env: 'LEXEMBED_MCP_HOST', default: '127.0.0.1', help: 'with --transport http: address to bind (the MCP endpoint has no keys of its own: keep it on loopback, or put it behind your own authentication)' },
+  model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder (for search: the one the index was embedded with)' },
   ...DEVICE_OPTIONS,
-  remote: { env: 'LEXEMBED_BASE_URL', default: '', help: "call a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY; its keys and limits apply)" },
-  'model-name': { default: 'legal-2-embedder', help: 'model name sent to a remote server' },
+  remote: { value: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }), env: 'LEXEMBED_BASE_URL', default: '', help: "call a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY; its keys and limits apply)" },
+  'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
 };
-
-const McpConfigSchema = DeviceConfigSchema.extend({
-  transport: z.enum(['stdio', 'http'], { error: 'must be stdio or http' }),
-  index: z.string(),
-  port: z.coerce.number({ error: 'must be a port number (0 for any free one)' }).int().min(0).max(65535, { error: 'must be a port number (0 for any free one)' }),
-  host: z.string().min(1),
-  model: z.string().min(1),
-  remote: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }),
-  'model-name': z.string().min(1),
-});
 
 export const MCP_USAGE = `Usage: lexembed mcp [options]
 
@@ -50,7 +40,7 @@ ${describeOptions(MCP_OPTIONS)}
 `;
 
 export async function mcpCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values: config, help } = parseOptions('lexembed mcp', args, MCP_OPTIONS, McpConfigSchema);
+  const { values: config, help } = parseOptions('lexembed mcp', args, MCP_OPTIONS);
   if (help) return (out(MCP_USAGE), 0);
   const indexes = indexesOf(config.index);
   const source = await openModelSource(config);

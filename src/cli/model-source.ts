@@ -9,8 +9,7 @@ import type { Embedder } from '../embedder/types.ts';
 import { inProcessClient } from '../local/in-process.ts';
 import { loadModelFolder } from '../node/runtime/load-model.ts';
 import { messageWithCause } from '../util/message-of.ts';
-import { deviceOptions, type DeviceConfigSchema } from './device-options.ts';
-import type { z } from 'zod';
+import { deviceOptions, type DeviceConfig } from './device-options.ts';
 
 /** Which weights make the vectors: the API name, the folder's id and the fingerprint of the served files. */
 export interface ModelIdentity {
@@ -34,7 +33,7 @@ export interface ModelSource {
   dispose(): Promise<void>;
 }
 
-export interface SourceConfig extends z.output<typeof DeviceConfigSchema> {
+export interface SourceConfig extends DeviceConfig {
   readonly model: string;
   readonly remote: string;
   readonly 'model-name': string;

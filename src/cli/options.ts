@@ -1,7 +1,8 @@
-// One way to declare, document and validate command-line options: each option has a flag,
-// an environment variable and a default; values go through one zod schema per command.
+// One way to declare, document and validate command-line options: each option is declared once,
+// with its flag name, environment variable(s), default, help and the zod rule its value must pass;
+// `parseOptions` reads flags, then environment, then defaults, through those rules.
 import { parseArgs } from 'node:util';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { messageOf } from '../util/message-of.ts';
 
 export interface OptionSpec {
@@ -9,10 +10,33 @@ export interface OptionSpec {
   readonly env?: string | readonly string[];
   readonly default?: string;
   readonly help: string;
-  /** A flag without a value (e.g. --no-auth). */
+  /** A flag without a value (e.g. --no-auth): declare it with flag(). */
   readonly boolean?: boolean;
+  /** The rule the value passes (and what it becomes); absent: any string. */
+  readonly value?: z.ZodType;
 }
 export type OptionSpecs = Record<string, OptionSpec>;
+
+/** A flag without a value (true when given, or when its environment variable is 1, true or yes). */
+export const flag = (spec: Omit<OptionSpec, 'boolean' | 'value' | 'default'>) => ({ ...spec, boolean: true, value: z.boolean() }) as const;
+
+const POSITIVE = 'must be a positive integer';
+const NON_NEGATIVE = 'must be a non-negative integer';
+/** Rules many options share. */
+export const positiveInteger = z.coerce.number({ error: POSITIVE }).int({ error: POSITIVE }).positive({ error: POSITIVE });
+export const nonNegativeInteger = z.coerce.number({ error: NON_NEGATIVE }).int({ error: NON_NEGATIVE }).min(0, { error: NON_NEGATIVE });
+export const integerIn = (min: number, max: number) => {
+  const error = `must be an integer from ${min} to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+};
+
+/** What parseOptions gives for each option: its rule's output, else the string. */
+export type OptionValues<S extends OptionSpecs> = { [K in keyof S]: S[K] extends { readonly value: infer V extends z.ZodType } ? z.output<V> : string };
+
+/** The zod object the options' rules make (to type a config that commands share, e.g. the device options). */
+export function optionsSchema<S extends OptionSpecs>(specs: S): z.ZodType<OptionValues<S>> {
+  return z.object(Object.fromEntries(Object.entries(specs).map(([name, o]) => [name, o.value ?? z.string()]))) as unknown as z.ZodType<OptionValues<S>>;
+}
 
 export class UsageError extends Error {}
 
@@ -28,14 +52,13 @@ export function describeOptions(specs: OptionSpecs): string {
     .join('\n');
 }
 
-/** Parses flags (then environment, then defaults) through `schema`; throws UsageError naming the option. */
-export function parseOptions<S extends z.ZodType>(
+/** Parses flags (then environment, then defaults) through each option's rule; throws UsageError naming the option. */
+export function parseOptions<S extends OptionSpecs>(
   command: string,
   args: string[],
-  specs: OptionSpecs,
-  schema: S,
+  specs: S,
   env: NodeJS.ProcessEnv = process.env,
-): { values: z.output<S>; positionals: string[]; help: boolean } {
+): { values: OptionValues<S>; positionals: string[]; help: boolean } {
   // --help wins over everything else on the line (a missing required option, an unknown flag).
   if (args.some((a) => a === '--help' || a === '-h')) return { values: undefined as never, positionals: [], help: true };
   let parsed: ReturnType<typeof parseArgs>;
@@ -63,7 +86,7 @@ export function parseOptions<S extends z.ZodType>(
     const fromEnv = envNames(o).map((n) => env[n]).find((v) => v !== undefined);
     raw[name] = o.boolean ? flag === true || (fromEnv !== undefined && /^(1|true|yes)$/i.test(fromEnv)) : (flag ?? fromEnv ?? o.default);
   }
-  const result = schema.safeParse(raw);
+  const result = optionsSchema(specs).safeParse(raw);
   if (!result.success) {
     const lines = result.error.issues.map((issue) => {
       const name = String(issue.path[0]);

@@ -11,31 +11,21 @@ import { DocumentReader, listDocuments } from '../node/documents.ts';
 import { readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { BUNDLED_MODEL_DIR } from '../node/runtime/load-model.ts';
 import { messageOf } from '../util/message-of.ts';
-import { DEVICE_OPTIONS, DeviceConfigSchema } from './device-options.ts';
+import { DEVICE_OPTIONS } from './device-options.ts';
 import { metaPathOf, type EmbedSource } from './embed.ts';
 import { openModelSource, type ModelIdentity, type ModelSource } from './model-source.ts';
-import { describeOptions, parseOptions, UsageError } from './options.ts';
+import { describeOptions, flag, integerIn, parseOptions, UsageError } from './options.ts';
 
 export const SEARCH_OPTIONS = {
-  top: { default: '10', help: 'how many passages to show' },
-  rerank: { boolean: true, help: "reorder the best --candidates by cosine with the model's reranker (POST /v1/rerankings' scores)" },
-  candidates: { default: '50', help: 'with --rerank: how many of the best by cosine the reranker reads' },
-  json: { boolean: true, help: 'print the hits as one JSON array (rank, score, id, chunk, start, end, page/paragraph/line, text)' },
-  model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder: the one the output was embedded with' },
+  top: { value: integerIn(1, 1000), default: '10', help: 'how many passages to show' },
+  rerank: flag({ help: "reorder the best --candidates by cosine with the model's reranker (POST /v1/rerankings' scores)" }),
+  candidates: { value: integerIn(1, 1000), default: '50', help: 'with --rerank: how many of the best by cosine the reranker reads' },
+  json: flag({ help: 'print the hits as one JSON array (rank, score, id, chunk, start, end, page/paragraph/line, text)' }),
+  model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder: the one the output was embedded with' },
   ...DEVICE_OPTIONS,
-  remote: { env: 'LEXEMBED_BASE_URL', default: '', help: 'embed the query through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
-  'model-name': { default: 'legal-2-embedder', help: 'model name sent to a remote server' },
+  remote: { value: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }), env: 'LEXEMBED_BASE_URL', default: '', help: 'embed the query through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
+  'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
 };
-
-const SearchConfigSchema = DeviceConfigSchema.extend({
-  top: z.coerce.number({ error: 'must be an integer from 1 to 1000' }).int().min(1).max(1000, { error: 'must be an integer from 1 to 1000' }),
-  rerank: z.boolean().default(false),
-  candidates: z.coerce.number({ error: 'must be an integer from 1 to 1000' }).int().min(1).max(1000, { error: 'must be an integer from 1 to 1000' }),
-  json: z.boolean().default(false),
-  model: z.string().min(1),
-  remote: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }),
-  'model-name': z.string().min(1),
-});
 
 export const SEARCH_USAGE = `Usage: lexembed search <out.jsonl> <query> [options]
 
@@ -70,7 +60,7 @@ export interface Hit {
 }
 
 export async function searchCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values: config, positionals, help } = parseOptions('lexembed search', args, SEARCH_OPTIONS, SearchConfigSchema);
+  const { values: config, positionals, help } = parseOptions('lexembed search', args, SEARCH_OPTIONS);
   if (help) return (out(SEARCH_USAGE), 0);
   const [index, ...words] = positionals;
   const query = words.join(' ').trim();

@@ -11,94 +11,95 @@ import { CPU_AUTO_BATCH_SIZE, CPU_AUTO_BATCH_TOKENS, DEFAULT_SMALL_BATCH_TOKENS 
 import { createServerMetrics } from '../node/metrics.ts';
 import { startServer } from '../node/server.ts';
 import { messageOf } from '../util/message-of.ts';
-import { DEVICE_OPTIONS, DeviceConfigSchema, deviceOptions } from './device-options.ts';
-import { describeOptions, parseOptions } from './options.ts';
-import { DEV_KEY_FILE, openServerStores, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
+import { DEVICE_OPTIONS, deviceOptions } from './device-options.ts';
+import { describeOptions, flag, integerIn, nonNegativeInteger, parseOptions, positiveInteger, type OptionValues } from './options.ts';
+import { DEV_KEY_FILE, openServerStores, STORE_OPTIONS, storeDescription } from './store-options.ts';
 import { createMeter } from '../usage/meter.ts';
 
+const AUTO_OR_INT = 'must be "auto" or a positive integer';
+const DRAIN_ERROR = 'must be a number of seconds from 0 to 600';
+const autoOrPositiveInt = z.union([z.literal('auto'), z.coerce.number().int({ error: AUTO_OR_INT }).positive({ error: AUTO_OR_INT })], { error: AUTO_OR_INT });
+
 export const SERVE_OPTIONS = {
-  port: { env: ['LEXEMBED_PORT', 'PORT'], default: '8080', help: 'TCP port to listen on' },
+  port: { env: ['LEXEMBED_PORT', 'PORT'], default: '8080', value: integerIn(0, 65535), help: 'TCP port to listen on' },
   host: { env: ['LEXEMBED_HOST', 'HOST'], default: '', help: 'address to bind (default 127.0.0.1; 0.0.0.0, all interfaces, in proxy mode)' },
-  deployment: { env: 'LEXEMBED_DEPLOYMENT', default: 'api', help: 'api (public API with keys) or proxy (private deployment: /invocations, /ping, no keys)' },
-  model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'model folder (config.json, tokenizer.json, onnx/, lexembed.json)' },
+  deployment: {
+    env: 'LEXEMBED_DEPLOYMENT',
+    default: 'api',
+    value: z.enum(['api', 'proxy'], { error: 'must be "api" or "proxy"' }),
+    help: 'api (public API with keys) or proxy (private deployment: /invocations, /ping, no keys)',
+  },
+  model: { env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, value: z.string().min(1, { error: 'must name a model folder' }), help: 'model folder (config.json, tokenizer.json, onnx/, lexembed.json)' },
   'model-name': { env: 'LEXEMBED_MODEL_NAME', default: '', help: 'model name the API accepts (default: from lexembed.json, legal-2-embedder)' },
   'docs-url': { env: 'LEXEMBED_DOCS_URL', default: '', help: 'base of problem type URIs (default: /docs on the origin each request came to)' },
-  'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), help: 'largest request body accepted (413 above)' },
-  threads: { env: 'LEXEMBED_THREADS', default: '0', help: 'onnxruntime intra-op threads of each inference lane (0: one per core)' },
+  'max-body-bytes': { env: 'LEXEMBED_MAX_BODY_BYTES', default: String(DEFAULT_MAX_BODY_BYTES), value: positiveInteger, help: 'largest request body accepted (413 above)' },
+  threads: { env: 'LEXEMBED_THREADS', default: '0', value: nonNegativeInteger, help: 'onnxruntime intra-op threads of each inference lane (0: one per core)' },
   lanes: {
     env: 'LEXEMBED_LANES',
     default: '1',
+    value: integerIn(1, 64),
     help: "inference lanes on the cpu: worker threads each running its own copy of the model; 2 gave 1.05-1.17x the texts/s for requests of many texts on 2 cores, but fewer requests/s for many concurrent one-text requests (queries), and each lane costs the model's memory again (docs/gpu.md has the figures); webgpu runs 1",
   },
   'thread-spinning': {
     env: 'LEXEMBED_THREAD_SPINNING',
     default: 'off',
+    value: z.enum(['on', 'off'], { error: 'must be "on" or "off"' }),
     help: "on: onnxruntime's CPU threads spin-wait for work between batches (its own default: a lone request answers sooner, but the cores burn while the server waits); off: they sleep (less CPU per text and more texts/s under load; docs/gpu.md has the figures, npm run bench:cpu measures them)",
   },
   'small-batch-tokens': {
     env: 'LEXEMBED_SMALL_BATCH_TOKENS',
     default: String(DEFAULT_SMALL_BATCH_TOKENS),
+    value: nonNegativeInteger,
     help: "batches of at most this many padded tokens (texts x the longest) run on a one-thread copy of the model, so a lone query wakes no sleeping onnxruntime thread (on 2 cores one thread was faster up to 4x64 tokens); 0: off, which saves the copy's memory; cpu with --threads above 1 only",
   },
   'max-batch-tokens': {
     env: 'LEXEMBED_MAX_BATCH_TOKENS',
     default: 'auto',
-    help: `most padded tokens per model call, or auto: ${CPU_AUTO_BATCH_TOKENS} on cpu (docs/gpu.md says why); on webgpu measured at start-up (the largest of 1024…32768 whose batch runs within 250 ms and still adds ≥ 10 % texts/s)`,
+    value: autoOrPositiveInt,
+    help: `most padded tokens per model call, or auto: ${CPU_AUTO_BATCH_TOKENS} on cpu (src/embedder/batch-defaults.ts says why); on webgpu measured at start-up (the largest of 1024…32768 whose batch runs within 250 ms and still adds ≥ 10 % texts/s)`,
   },
-  'max-batch-size': { env: 'LEXEMBED_MAX_BATCH_SIZE', default: 'auto', help: `most texts per model call, or auto: ${CPU_AUTO_BATCH_SIZE}; on webgpu with a measured budget, that budget / 128 if more` },
-  'max-queue-tokens': { env: 'LEXEMBED_MAX_QUEUE_TOKENS', default: '262144', help: 'tokens waiting before new requests get 503 + Retry-After' },
+  'max-batch-size': {
+    env: 'LEXEMBED_MAX_BATCH_SIZE',
+    default: 'auto',
+    value: autoOrPositiveInt,
+    help: `most texts per model call, or auto: ${CPU_AUTO_BATCH_SIZE}; on webgpu with a measured budget, that budget / 128 if more`,
+  },
+  'max-queue-tokens': { env: 'LEXEMBED_MAX_QUEUE_TOKENS', default: '262144', value: positiveInteger, help: 'tokens waiting before new requests get 503 + Retry-After' },
   ...DEVICE_OPTIONS,
-  inference: { env: 'LEXEMBED_INFERENCE', default: 'worker', help: 'where the model runs: worker (a worker thread; keeps HTTP responsive) or main' },
-  'no-auth': { env: 'LEXEMBED_NO_AUTH', boolean: true, help: 'serve without API keys (local experiments only; warns)' },
-  'no-dev-key': {
+  inference: {
+    env: 'LEXEMBED_INFERENCE',
+    default: 'worker',
+    value: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
+    help: 'where the model runs: worker (a worker thread; keeps HTTP responsive) or main',
+  },
+  'no-auth': flag({ env: 'LEXEMBED_NO_AUTH', help: 'serve without API keys (local experiments only; warns)' }),
+  'no-dev-key': flag({
     env: 'LEXEMBED_NO_DEV_KEY',
-    boolean: true,
     help: 'never create a development key (by default the first start on an empty file store writes one to <data-dir>/dev-key.txt; a Redis store never gets one)',
-  },
-  'no-usage': {
+  }),
+  'no-usage': flag({
     env: 'LEXEMBED_NO_USAGE',
-    boolean: true,
-    help: 'neither record usage (lexembed usage) nor apply keys\' rate limits and accounts\' monthly quotas (by default all three, in the key store: <data-dir>/usage.log, or Redis)',
-  },
+    help: "neither record usage (lexembed usage) nor apply keys' rate limits and accounts' monthly quotas (by default all three, in the key store: <data-dir>/usage.log, or Redis)",
+  }),
   'drain-delay': {
     env: 'LEXEMBED_DRAIN_DELAY',
     default: '0',
+    value: z.coerce.number({ error: DRAIN_ERROR }).min(0, { error: DRAIN_ERROR }).max(600, { error: DRAIN_ERROR }),
     help: 'seconds between SIGTERM and closing the listener, while /readyz already answers 503 and requests are still served (so a load balancer or Kubernetes stops sending first; e.g. 5 there)',
   },
-  'cors-origins': { env: 'LEXEMBED_CORS_ORIGINS', default: '', help: 'comma-separated origins browsers may call from, or * (default: CORS off)' },
+  'cors-origins': {
+    env: 'LEXEMBED_CORS_ORIGINS',
+    default: '',
+    value: z.string().refine((v) => v === '' || v.split(',').every((o) => o.trim() === '*' || /^https?:\/\/[^\s/]+$/.test(o.trim())), {
+      error: 'must be * or a comma-separated list of origins like https://app.example.com',
+    }),
+    help: 'comma-separated origins browsers may call from, or * (default: CORS off)',
+  },
   ...STORE_OPTIONS,
 };
 
-const AUTO_OR_INT = 'must be "auto" or a positive integer';
-const LANES_ERROR = 'must be an integer from 1 to 64';
-const autoOrPositiveInt = z.union([z.literal('auto'), z.coerce.number().int({ error: AUTO_OR_INT }).positive({ error: AUTO_OR_INT })], { error: AUTO_OR_INT });
 
-const ServeConfigSchema = StoreConfigSchema.extend(DeviceConfigSchema.shape).extend({
-  port: z.coerce.number({ error: 'must be an integer from 0 to 65535' }).int({ error: 'must be an integer from 0 to 65535' }).min(0).max(65535, { error: 'must be an integer from 0 to 65535' }),
-  host: z.string(),
-  deployment: z.enum(['api', 'proxy'], { error: 'must be "api" or "proxy"' }),
-  model: z.string().min(1, { error: 'must name a model folder' }),
-  'model-name': z.string(),
-  'docs-url': z.string(),
-  'max-body-bytes': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
-  'max-batch-tokens': autoOrPositiveInt,
-  'max-batch-size': autoOrPositiveInt,
-  'small-batch-tokens': z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
-  'max-queue-tokens': z.coerce.number({ error: 'must be a positive integer' }).int({ error: 'must be a positive integer' }).positive({ error: 'must be a positive integer' }),
-  inference: z.enum(['worker', 'main'], { error: 'must be "worker" or "main"' }),
-  'thread-spinning': z.enum(['on', 'off'], { error: 'must be "on" or "off"' }),
-  lanes: z.coerce.number({ error: LANES_ERROR }).int({ error: LANES_ERROR }).min(1, { error: LANES_ERROR }).max(64, { error: LANES_ERROR }),
-  threads: z.coerce.number({ error: 'must be a non-negative integer' }).int({ error: 'must be a non-negative integer' }).min(0, { error: 'must be a non-negative integer' }),
-  'no-auth': z.boolean(),
-  'no-dev-key': z.boolean(),
-  'no-usage': z.boolean(),
-  'drain-delay': z.coerce.number({ error: 'must be a number of seconds from 0 to 600' }).min(0, { error: 'must be a number of seconds from 0 to 600' }).max(600, { error: 'must be a number of seconds from 0 to 600' }),
-  'cors-origins': z
-    .string()
-    .refine((v) => v === '' || v.split(',').every((o) => o.trim() === '*' || /^https?:\/\/[^\s/]+$/.test(o.trim())), {
-      error: 'must be * or a comma-separated list of origins like https://app.example.com',
-    }),
-});
+
 
 export const SERVE_USAGE = `Usage: lexembed serve [options]
 
@@ -114,7 +115,7 @@ const DRAIN_TIMEOUT_MS = 10_000;
 const READINESS_PROBE_HASH = '0'.repeat(64);
 
 export async function serveCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const { values: config, help } = parseOptions('lexembed serve', args, SERVE_OPTIONS, ServeConfigSchema);
+  const { values: config, help } = parseOptions('lexembed serve', args, SERVE_OPTIONS);
   if (help) return (out(SERVE_USAGE), 0);
   // One JSON object per line: startup notices and one record per request (never texts or keys).
   const logRecord = (level: 'info' | 'warn' | 'error', record: Record<string, unknown>) => out(JSON.stringify({ time: new Date().toISOString(), level, ...record }));
@@ -203,7 +204,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
 
 /** Says how requests are authenticated; on a first start with an empty file store, makes the development key. */
 async function announceAuthentication(
-  config: z.output<typeof ServeConfigSchema>,
+  config: OptionValues<typeof SERVE_OPTIONS>,
   store: KeyStore | null,
   proxyMode: boolean,
   { log, logRecord, err }: { log: (msg: string) => void; logRecord: (level: 'warn', record: Record<string, unknown>) => void; err: (s: string) => void },

@@ -5,28 +5,23 @@ import { createRedisKeyStore } from '../auth/stores/redis.ts';
 import { openRedisConnection } from '../auth/stores/redis-connection.ts';
 import type { KeyStore } from '../auth/store.ts';
 import { createFileKeyStore } from '../auth/stores/file.ts';
-import type { OptionSpecs } from './options.ts';
+import type { OptionSpecs, OptionValues } from './options.ts';
 import type { UsageStore } from '../usage/store.ts';
 import { createFileUsageStore } from '../usage/stores/file.ts';
 import { createRedisUsageStore } from '../usage/stores/redis.ts';
 
 export const STORE_OPTIONS = {
-  store: { env: 'LEXEMBED_STORE', default: 'file', help: 'key store: file (one server) or redis (several replicas)' },
-  'data-dir': { env: 'LEXEMBED_DATA_DIR', default: './.lexembed', help: 'directory of the file key store' },
+  store: { env: 'LEXEMBED_STORE', default: 'file', value: z.enum(['file', 'redis'], { error: 'must be "file" or "redis"' }), help: 'key store: file (one server) or redis (several replicas)' },
+  'data-dir': { env: 'LEXEMBED_DATA_DIR', default: './.lexembed', value: z.string().min(1), help: 'directory of the file key store' },
   'redis-url': { env: 'LEXEMBED_REDIS_URL', default: '', help: 'Redis URL for --store redis, e.g. redis://127.0.0.1:6379' },
 } satisfies OptionSpecs;
 
-export const StoreConfigSchema = z.object({
-  store: z.enum(['file', 'redis'], { error: 'must be "file" or "redis"' }),
-  'data-dir': z.string().min(1),
-  'redis-url': z.string(),
-});
 
 /** Where the first start on an empty file store writes its development key. */
 export const DEV_KEY_FILE = 'dev-key.txt';
 
 /** The store in words, for messages: the file store's absolute path, Redis's URL without its password. */
-export function storeDescription(config: z.output<typeof StoreConfigSchema>): string {
+export function storeDescription(config: StoreConfig): string {
   if (config.store === 'file') return `file key store in ${resolve(config['data-dir'])}`;
   try {
     const url = new URL(config['redis-url']);
@@ -37,7 +32,8 @@ export function storeDescription(config: z.output<typeof StoreConfigSchema>): st
   }
 }
 
-type StoreConfig = z.output<typeof StoreConfigSchema>;
+/** The store options' values, as parseOptions gives them. */
+type StoreConfig = OptionValues<typeof STORE_OPTIONS>;
 
 function redisUrl(config: StoreConfig): string {
   if (!config['redis-url']) throw new Error('--store redis needs --redis-url (LEXEMBED_REDIS_URL), e.g. redis://127.0.0.1:6379');

@@ -2,15 +2,20 @@
 // store the server records them in (the file store's usage.log, or Redis).
 import { z } from 'zod';
 import type { UsageRow } from '../usage/store.ts';
-import { describeOptions, parseOptions, UsageError } from './options.ts';
-import { openUsageStore, STORE_OPTIONS, StoreConfigSchema, storeDescription } from './store-options.ts';
+import { describeOptions, flag, parseOptions, UsageError } from './options.ts';
+import { openUsageStore, STORE_OPTIONS, storeDescription } from './store-options.ts';
+
+const day = (name: string) =>
+  z.string().refine((s) => s === '' || (/^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s)), {
+    error: `must be a day like 2026-11-01 (${name})`,
+  });
 
 const OPTIONS = {
   account: { default: '', help: 'only this account' },
-  since: { default: '', help: 'first day, YYYY-MM-DD (UTC; default: the first recorded)' },
-  until: { default: '', help: 'last day, YYYY-MM-DD, inclusive (UTC; default: today)' },
-  json: { boolean: true, help: 'print a JSON array of {account, key_id, operation, day, requests, input_tokens}' },
-  csv: { boolean: true, help: 'print CSV with a header row' },
+  since: { default: '', value: day('UTC'), help: 'first day, YYYY-MM-DD (UTC; default: the first recorded)' },
+  until: { default: '', value: day('UTC, inclusive'), help: 'last day, YYYY-MM-DD, inclusive (UTC; default: today)' },
+  json: flag({ help: 'print a JSON array of {account, key_id, operation, day, requests, input_tokens}' }),
+  csv: flag({ help: 'print CSV with a header row' }),
   ...STORE_OPTIONS,
 };
 
@@ -25,16 +30,10 @@ Options:
 ${describeOptions(OPTIONS)}
 `;
 
-const day = (name: string) =>
-  z.string().refine((s) => s === '' || (/^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s)), {
-    error: `must be a day like 2026-11-01 (${name})`,
-  });
-
 const COLUMNS = ['day', 'account', 'key_id', 'operation', 'requests', 'input_tokens'] as const;
 
 export async function usageCommand(args: string[], out: (s: string) => void, err: (s: string) => void = out): Promise<number> {
-  const schema = StoreConfigSchema.extend({ account: z.string(), since: day('UTC'), until: day('UTC, inclusive'), json: z.boolean(), csv: z.boolean() });
-  const { values, positionals, help } = parseOptions('lexembed usage', args, OPTIONS, schema);
+  const { values, positionals, help } = parseOptions('lexembed usage', args, OPTIONS);
   if (help) return (out(USAGE_USAGE), 0);
   if (positionals.length) throw new UsageError(`lexembed usage: unexpected argument "${positionals[0]}"; filter with --account, --since and --until (lexembed usage --help)`);
   if (values.json && values.csv) throw new UsageError('lexembed usage: choose one of --json and --csv');
