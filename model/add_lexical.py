@@ -139,10 +139,25 @@ def balanced_buckets(idf, buckets):
     return bucket
 
 
-def signed_weights(idf, seed):
-    """sign(p) · idf(p)^½ per piece, the sign random (fixed by the seed); 0 where idf is 0."""
+def signed_weights(idf, seed, learned=None):
+    """sign(p) · idf(p)^½ per piece (or the learned weight, model/train_term_weights.py), the sign
+    random (fixed by the seed); 0 where idf is 0."""
     sign = np.random.default_rng(seed).choice([-1.0, 1.0], len(idf))
-    return (sign * idf ** IDF_POWER).astype(np.float32)
+    magnitude = idf ** IDF_POWER if learned is None else np.where(idf > 0, learned, 0.0)
+    return (sign * magnitude).astype(np.float32)
+
+
+def read_term_weights(path, idf):
+    """The learned weight per piece (model/train_term_weights.py's .npz), checked against this
+    vocabulary's idf (the run's idf must be the one this folder's pieces get)."""
+    saved = np.load(path)
+    weight = saved["weight"].astype(np.float64)
+    if weight.shape != idf.shape or not np.allclose(saved["idf"], idf):
+        raise SystemExit(f"{path} was learned for another vocabulary or training split "
+                         f"({weight.shape[0]} pieces; this folder has {idf.shape[0]}): run model/train_term_weights.py for it")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise SystemExit(f"{path} holds negative or non-finite weights")
+    return weight, int(saved["step"]), hashlib.sha256(open(path, "rb").read()).hexdigest()
 
 
 def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B):
@@ -158,18 +173,34 @@ def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B):
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
-def sparse_vector(ids, idf, avg_len, k1=K1, b=B):
-    """The unhashed weights (src/embedder/sparse.ts's rule, weighting tf): (pieces ascending, values)."""
+def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None):
+    """The unhashed weights (src/embedder/sparse.ts's rule): (pieces ascending, values). weighting
+    tf: the saturated tf; idf: times the model's term weight (`weight`, read_sparse_weight);
+    relative: times that weight ÷ idf (for a store that multiplies in the corpus's own idf)."""
     ids = np.asarray(ids, dtype=np.int64)
     ids = ids[idf[ids] > 0]
     pieces, tf = np.unique(ids, return_counts=True)
-    return pieces, tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(ids) / avg_len))
+    values = tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(ids) / avg_len))
+    if weighting == "idf":
+        values = values * weight[pieces]
+    elif weighting == "relative":
+        values = values * weight[pieces] / idf[pieces]
+    elif weighting != "tf":
+        raise ValueError(f"unknown weighting {weighting!r}")
+    return pieces, values
 
 
 def read_sparse_table(settings):
     """idf and avg_len from lexembed.json's "sparse" entry (idf as base64 little-endian float32)."""
     sparse = settings["sparse"]
     return np.frombuffer(base64.b64decode(sparse["idf"]), dtype="<f4"), float(sparse["avg_len"])
+
+
+def read_sparse_weight(settings):
+    """The model's term weight per piece: the learned table (model/train_term_weights.py, squared)
+    where the folder has one, else idf."""
+    sparse = settings["sparse"]
+    return np.frombuffer(base64.b64decode(sparse.get("weight", sparse["idf"])), dtype="<f4").astype(np.float64)
 
 
 def strip_lexical(graph_model):
@@ -361,6 +392,8 @@ def main():
     p.add_argument("--strip", action="store_true", help="only strip the lexical part (and Matryoshka rotation): the dense folder again, "
                    "e.g. before model/rebuild_hybrid.py swaps its static table")
     p.add_argument("--seed", type=int, default=0, help="seed of the pieces' signs (default 0)")
+    p.add_argument("--term-weights", help="the pieces' weights learned by model/train_term_weights.py (.npz) in place of "
+                   "idf^½ (the graph's table and lexembed.json's sparse table)")
     p.add_argument("--id", help="the new model id (default: the folder's id with its lexical suffix replaced by '-lexical2')")
     args = p.parse_args()
     import onnx
@@ -435,7 +468,8 @@ def main():
     max_tokens = settings["max_input_tokens"]
     idf, texts, avg_len = piece_statistics(tok, args.data, max_tokens)
     bucket = balanced_buckets(idf, args.buckets)
-    weight = signed_weights(idf, args.seed)
+    learned = read_term_weights(args.term_weights, idf) if args.term_weights else None
+    weight = signed_weights(idf, args.seed, None if learned is None else learned[0])
 
     add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=static)
     onnx.checker.check_model(graph_model)
@@ -463,6 +497,8 @@ def main():
     # The same table and rule, unhashed, for sparse vectors (POST /v1/embeddings/sparse, src/embedder/sparse.ts)
     settings["sparse"] = {"recipe": RECIPE, "k1": K1, "b": B, "avg_len": avg_len,
                           "idf": base64.b64encode(idf.astype("<f4").tobytes()).decode("ascii")}
+    if learned is not None:  # the squared weight is what a matched piece scores (query weight × document weight)
+        settings["sparse"]["weight"] = base64.b64encode(np.where(idf > 0, learned[0] ** 2, 0).astype("<f4").tobytes()).decode("ascii")
     write_json("lexembed.json", settings)
     record["weights"] = {"transformer": wt, "static": ws, "lexical": wl}
     record["shares"] = shares.record()
@@ -471,6 +507,9 @@ def main():
                          "seed": args.seed, "idf_texts": texts,
                          "idf_from": "legal-pairs training split (unique queries and documents)",
                          "added_by": "model/add_lexical.py"}
+    if learned is not None:
+        record["lexical"]["term_weights"] = {"file": os.path.basename(args.term_weights), "sha256": learned[2], "step": learned[1],
+                                             "learned_by": "model/train_term_weights.py", "replaces": "idf^0.5"}
     write_json("training.json", training)
     print(f"{args.folder}: {width} + {args.buckets} lexical = {config['hidden_size']} dimensions, shares "
           f"{wt}/{ws}/{wl} ({os.path.getsize(graph_path) / 1e6:.1f} MB ONNX)")

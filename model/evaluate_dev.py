@@ -189,29 +189,36 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
 def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, qrels, k=60):
     """nDCG@10 of the sparse vectors as two kinds of store use them, alone and fused with the dense ranking."""
     import scipy.sparse as sp
-    from add_lexical import read_sparse_table, sparse_vector
+    from add_lexical import read_sparse_table, read_sparse_weight, sparse_vector
     from evaluate import load_tokenizer
     from legal_data import encode_capped
     with open(os.path.join(folder, "lexembed.json")) as f:
         settings = json.load(f)
     idf, avg_len = read_sparse_table(settings)
+    weight = read_sparse_weight(settings)
     tok = load_tokenizer(folder)
     vocab = len(idf)
+    doc_ids = [encode_capped(tok, t, settings["max_input_tokens"]) for t in documents]
 
-    def matrix(texts):
+    def matrix(ids_list, weighting):
         rows, cols, vals = [], [], []
-        for r, t in enumerate(texts):
-            pieces, values = sparse_vector(encode_capped(tok, t, settings["max_input_tokens"]), idf, avg_len)
+        for r, ids in enumerate(ids_list):
+            pieces, values = sparse_vector(ids, idf, avg_len, weighting=weighting, weight=weight)
             rows.extend([r] * len(pieces)); cols.extend(pieces.tolist()); vals.extend(values.tolist())
-        return sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), vocab))
-    dm, qm = matrix(documents), matrix(queries_text)
-    n = dm.shape[0]
-    df = np.asarray((dm > 0).sum(0)).ravel()
+        return sp.csr_matrix((vals, (rows, cols)), shape=(len(ids_list), vocab))
+    qm = matrix([encode_capped(tok, t, settings["max_input_tokens"]) for t in queries_text], "tf")  # queries: tf
+    n = len(documents)
+    df = np.asarray((matrix(doc_ids, "tf") > 0).sum(0)).ravel()
     corpus_idf = np.log(1 + (n - df + 0.5) / (df + 0.5))  # Qdrant's idf modifier
     dense_scores = q @ d.T
     out = {}
-    for name, weights in (("corpus idf (Qdrant)", corpus_idf), ("model idf (pgvector)", idf.astype(np.float64))):
-        scores = (qm @ sp.diags(weights) @ dm.T).toarray()
+    # (documents' weighting, what the store multiplies in): Qdrant's idf modifier, a plain dot product
+    stores = (("corpus idf (Qdrant)", "tf", corpus_idf), ("relative documents, corpus idf (Qdrant)", "relative", corpus_idf),
+              ("model idf (pgvector)", "idf", np.ones(vocab)))
+    for name, weighting, weights in stores:
+        if weighting == "relative" and "weight" not in settings["sparse"]:
+            continue  # without learned weights, relative is tf
+        scores = (qm @ sp.diags(weights) @ matrix(doc_ids, weighting).T).toarray()
         out[name] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(scores, scorer.TOPK)], queries, qrels)
         fused = np.zeros_like(scores)
         for s_ in (scores, dense_scores):

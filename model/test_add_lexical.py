@@ -8,7 +8,7 @@ import unittest
 
 import numpy as np
 
-from add_lexical import B, K1, Shares, balanced_buckets, counted_length, lexical_part, parse_weights, signed_weights
+from add_lexical import B, K1, Shares, balanced_buckets, counted_length, lexical_part, parse_weights, signed_weights, sparse_vector
 
 
 def saturated(tf, length, avg_len):
@@ -35,6 +35,25 @@ class LexicalRecipe(unittest.TestCase):
         self.assertTrue((self.weight > 0).any() and (self.weight < 0).any())
         np.testing.assert_array_equal(self.weight, signed_weights(self.idf, 0))
         self.assertFalse(np.array_equal(self.weight, signed_weights(self.idf, 1)))
+
+    def test_learned_weights_take_idfs_place_keeping_the_signs_and_the_zeros(self):
+        learned = np.full(100, 2.0)
+        weight = signed_weights(self.idf, 0, learned)
+        np.testing.assert_array_equal(np.sign(weight), np.sign(self.weight))
+        np.testing.assert_allclose(np.abs(weight[2:]), 2.0)
+        self.assertEqual(weight[[0, 1]].tolist(), [0.0, 0.0])  # pieces without idf stay weightless
+
+    def test_sparse_weightings_tf_idf_and_relative(self):
+        ids = [0, 5, 5, 7]  # 0 is special: left out, and not counted in the length
+        weight = np.arange(100, dtype=np.float64) + 1.0
+        pieces, tf = sparse_vector(ids, self.idf, 95.0)
+        self.assertEqual(pieces.tolist(), [5, 7])
+        _, by_weight = sparse_vector(ids, self.idf, 95.0, weighting="idf", weight=weight)
+        _, relative = sparse_vector(ids, self.idf, 95.0, weighting="relative", weight=weight)
+        np.testing.assert_allclose(by_weight, tf * weight[[5, 7]])
+        np.testing.assert_allclose(relative, tf * weight[[5, 7]] / self.idf[[5, 7]])
+        with self.assertRaises(ValueError):
+            sparse_vector(ids, self.idf, 95.0, weighting="bm42")
 
     def test_each_bucket_holds_its_pieces_bm25_saturated_weights(self):
         a = int(np.argmax(self.idf))

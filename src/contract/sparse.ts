@@ -11,11 +11,13 @@ import { fieldsOf, nonBlankText, oneOf, required, taskProblem } from './rules.ts
 import type { Result } from './result.ts';
 
 /**
- * tf: the BM25-saturated term frequency alone, for a store that applies the corpus's own idf
- * (Qdrant `modifier: "idf"`), measured best; idf: times the model's idf from its training texts,
- * for a store that only takes dot products (pgvector, Elasticsearch, Milvus).
+ * tf: the BM25-saturated term frequency alone (queries, in every store); idf: times the model's
+ * term weight (idf from its training texts, refined on its training pairs where the folder has
+ * learned weights), for documents in a store that only takes dot products (pgvector,
+ * Elasticsearch, Milvus); relative: times that weight ÷ idf, for documents in a store that applies
+ * the corpus's own idf (Qdrant `modifier: "idf"`), where it scores best (the model card).
  */
-export const SPARSE_WEIGHTINGS = ['tf', 'idf'] as const;
+export const SPARSE_WEIGHTINGS = ['tf', 'idf', 'relative'] as const;
 export type SparseWeighting = (typeof SPARSE_WEIGHTINGS)[number];
 
 const text = nonBlankText(required('must be a string'));
@@ -38,7 +40,7 @@ export function createSparseRequestSchema(modelName: string) {
       weighting: oneOf(SPARSE_WEIGHTINGS)
         .default('tf')
         .describe(
-          "tf (default): BM25's saturated term frequency, for a store that applies the corpus's idf itself (Qdrant modifier idf); idf: times the model's idf, for a store that takes plain dot products (pgvector sparsevec, Elasticsearch, Milvus).",
+          "tf (default): BM25's saturated term frequency, for queries (and for documents where the model has no learned term weights); idf: times the model's term weight, for documents in a store that takes plain dot products (pgvector sparsevec, Elasticsearch, Milvus); relative: times that weight divided by idf, for documents in a store that applies the corpus's idf itself (Qdrant modifier idf).",
         ),
     },
     { error: 'must be a JSON object' },

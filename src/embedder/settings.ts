@@ -36,7 +36,7 @@ export const ModelSettingsSchema = z
       .optional(),
     /** The lexical part's table and rule (model/add_lexical.py): served as sparse vectors (POST /v1/embeddings/sparse); absent: none. */
     sparse: z
-      .object({ recipe: z.string().min(1), k1: z.number().positive(), b: z.number().min(0).max(1), avg_len: z.number().positive(), idf: z.string().min(4) })
+      .object({ recipe: z.string().min(1), k1: z.number().positive(), b: z.number().min(0).max(1), avg_len: z.number().positive(), idf: z.string().min(4), weight: z.string().min(4).optional() })
       .optional(),
     /** The folder's int8 graph and what it costs in quality (model/quantize_graph.py): `--dtype auto` reads it on a CPU; absent: none. */
     quantized: z

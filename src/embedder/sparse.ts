@@ -4,9 +4,14 @@
 // browser and the edge.
 import type { SparseWeighting } from '../contract/index.ts';
 
-/** The folder's table and rule: idf per word piece (0: the piece carries no word), BM25's k1 and b, the training texts' mean length. */
+/**
+ * The folder's table and rule: idf per word piece (0: the piece carries no word), the model's term
+ * weight per piece (learned by model/train_term_weights.py where the folder has the table, else
+ * idf), BM25's k1 and b, the training texts' mean length.
+ */
 export interface SparseTable {
   readonly idf: Float32Array;
+  readonly weight: Float32Array;
   readonly k1: number;
   readonly b: number;
   readonly avgLength: number;
@@ -19,6 +24,8 @@ export interface SparseSettings {
   readonly b: number;
   readonly avg_len: number;
   readonly idf: string;
+  /** The learned term weights (squared: what a matched piece scores), same encoding; absent: idf. */
+  readonly weight?: string;
 }
 
 export interface SparseVector {
@@ -29,19 +36,26 @@ export interface SparseVector {
 
 /** Decodes the settings' table (atob and DataView exist in every runtime lexembed serves from). */
 export function sparseTableOf(settings: SparseSettings): SparseTable {
-  const bytes = Uint8Array.from(atob(settings.idf), (ch) => ch.charCodeAt(0));
-  if (bytes.length % 4 !== 0) throw new Error(`lexembed.json sparse.idf holds ${bytes.length} bytes, not a whole number of float32 values`);
+  const idf = float32Table(settings.idf, 'idf');
+  const weight = settings.weight === undefined ? idf : float32Table(settings.weight, 'weight');
+  if (weight.length !== idf.length) throw new Error(`lexembed.json sparse.weight holds ${weight.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py`);
+  return { idf, weight, k1: settings.k1, b: settings.b, avgLength: settings.avg_len };
+}
+
+function float32Table(base64: string, name: string): Float32Array {
+  const bytes = Uint8Array.from(atob(base64), (ch) => ch.charCodeAt(0));
+  if (bytes.length % 4 !== 0) throw new Error(`lexembed.json sparse.${name} holds ${bytes.length} bytes, not a whole number of float32 values`);
   const view = new DataView(bytes.buffer);
-  const idf = new Float32Array(bytes.length / 4);
-  for (let i = 0; i < idf.length; i++) idf[i] = view.getFloat32(i * 4, true);
-  return { idf, k1: settings.k1, b: settings.b, avgLength: settings.avg_len };
+  const table = new Float32Array(bytes.length / 4);
+  for (let i = 0; i < table.length; i++) table[i] = view.getFloat32(i * 4, true);
+  return table;
 }
 
 /**
  * A text's sparse vector from its token ids (as the model reads them: prompt, special tokens and
  * truncation included): each piece with idf > 0 once, weighted
- * tf·(k1 + 1)/(tf + k1·(1 − b + b·L/avg_len)) (L: the text's pieces with idf > 0), times its idf
- * for `idf` weighting.
+ * tf·(k1 + 1)/(tf + k1·(1 − b + b·L/avg_len)) (L: the text's pieces with idf > 0); times the
+ * model's term weight for `idf` weighting, times that weight ÷ idf for `relative`.
  * @example sparseVector([101, 7592, 7592, 102], table, 'tf') // { indices: [7592], values: [1.63…] }
  */
 export function sparseVector(ids: readonly number[], table: SparseTable, weighting: SparseWeighting): SparseVector {
@@ -57,7 +71,9 @@ export function sparseVector(ids: readonly number[], table: SparseTable, weighti
   const values = indices.map((id) => {
     const tf = counts.get(id)!;
     const saturated = (tf * (table.k1 + 1)) / (tf + norm);
-    return Math.fround(weighting === 'idf' ? saturated * table.idf[id]! : saturated);
+    if (weighting === 'tf') return Math.fround(saturated);
+    const weight = table.weight[id]!;
+    return Math.fround(weighting === 'idf' ? saturated * weight : (saturated * weight) / table.idf[id]!);
   });
   return { indices, values };
 }

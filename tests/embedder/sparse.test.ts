@@ -4,7 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { sparseTableOf, sparseVector, type SparseTable } from '../../src/embedder/sparse.ts';
 
 const idf = new Float32Array([0, 0, 2, 4, 0.5]); // ids 0 and 1 carry no word (special pieces)
-const table: SparseTable = { idf, k1: 1.2, b: 0.75, avgLength: 4 };
+const table: SparseTable = { idf, weight: idf, k1: 1.2, b: 0.75, avgLength: 4 };
+const learned = new Float32Array([0, 0, 3, 2, 1]); // a folder with learned term weights
+const learnedTable: SparseTable = { ...table, weight: learned };
 const saturated = (tf: number, length: number) => (tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * length) / 4));
 
 describe('sparseVector', () => {
@@ -17,6 +19,19 @@ describe('sparseVector', () => {
     const weighted = sparseVector(ids, table, 'idf');
     expect(weighted.values[0]).toBeCloseTo(saturated(1, 4) * 2, 6);
     expect(weighted.values[1]).toBeCloseTo(saturated(3, 4) * 4, 6);
+  });
+
+  it("uses the folder's learned term weights for idf, and their ratio to idf for relative (tf untouched)", () => {
+    const ids = [0, 3, 2, 3, 3, 1];
+    expect(sparseVector(ids, learnedTable, 'tf')).toEqual(sparseVector(ids, table, 'tf'));
+    const weighted = sparseVector(ids, learnedTable, 'idf');
+    expect(weighted.values[0]).toBeCloseTo(saturated(1, 4) * 3, 6);
+    expect(weighted.values[1]).toBeCloseTo(saturated(3, 4) * 2, 6);
+    const relative = sparseVector(ids, learnedTable, 'relative');
+    expect(relative.values[0]).toBeCloseTo(saturated(1, 4) * 1.5, 6);
+    expect(relative.values[1]).toBeCloseTo(saturated(3, 4) * 0.5, 6);
+    // without learned weights, relative is tf
+    sparseVector(ids, table, 'relative').values.forEach((v, k) => expect(v).toBeCloseTo(sparseVector(ids, table, 'tf').values[k]!, 6));
   });
 
   it('saturates: a piece repeated counts less than in proportion, and a longer text weighs each piece less', () => {
@@ -39,6 +54,10 @@ describe('sparseTableOf', () => {
     const read = sparseTableOf({ recipe: 'bm25-pieces-v2', k1: 1.2, b: 0.75, avg_len: 4, idf: base64 });
     expect([...read.idf]).toEqual([...idf]);
     expect(read).toMatchObject({ k1: 1.2, b: 0.75, avgLength: 4 });
+    expect([...read.weight]).toEqual([...idf]); // no learned table: the weight is idf
+    const weight = btoa(String.fromCharCode(...new Uint8Array(learned.buffer.slice(0))));
+    expect([...sparseTableOf({ recipe: 'bm25-pieces-v2', k1: 1.2, b: 0.75, avg_len: 4, idf: base64, weight }).weight]).toEqual([...learned]);
     expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: btoa('abcde') })).toThrow(/not a whole number of float32 values/);
+    expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: base64, weight: btoa('abcd') })).toThrow(/sparse.weight holds 1 values and sparse.idf 5/);
   });
 });

@@ -66,7 +66,7 @@ describe('POST /v1/embeddings/sparse', () => {
   it('refuses bad input with a problem that names the field, needs a key where keys are on, and is documented', async () => {
     const detail = async (body: unknown) => (await (await post('/v1/embeddings/sparse', body)).json()).detail;
     expect(await detail({ model: MODEL, texts: [] })).toBe('texts must hold at least 1 text');
-    expect(await detail({ model: MODEL, texts: 'x', weighting: 'bm42' })).toBe('weighting must be one of "tf", "idf"');
+    expect(await detail({ model: MODEL, texts: 'x', weighting: 'bm42' })).toBe('weighting must be one of "tf", "idf", "relative"');
     expect(await detail({ model: MODEL, texts: 'x', dimensions: 8 })).toMatch(/unknown field "dimensions"; allowed fields are model, texts, task, overflow_strategy, weighting/);
     expect(await detail({ model: MODEL, texts: ['Lease', '\u200b'] })).toMatch(/^texts\[1\] has no characters the model can read/);
     const guarded = createApp({ embedder, authenticate: async () => problem('incorrectKey', 'no key') });

@@ -1,0 +1,156 @@
+"""Learns the lexical part's weight of each word piece contrastively on the legal-pairs training
+split (issue 54, item 1: "per-term weights learned contrastively, one scalar per vocabulary entry,
+against idf"). The lexical part (model/add_lexical.py) weighs a distinct piece p of a text as
+
+    x_p = w_p · sat(tf_p, L)        sat(tf, L) = tf·(k1 + 1) / (tf + k1·(1 − b + b·L/avg_len))
+
+with w_p = idf(p)^½ (no training). Here w_p = idf(p)^½ · exp(δ_p), δ learned with in-batch
+InfoNCE over the cosine of the unhashed vectors (query ↔ text, both directions, false negatives
+masked as model/train_static.py masks them) and an L2 pull of δ towards 0 (--reg), so a piece the
+training pairs say little about keeps its idf. Pieces with idf 0 (special, [unusedN]) stay 0.
+
+    python3 model/train_term_weights.py --data ../shared/data/legal-pairs \
+        --tokenizer models/legal-2-embedder --out model/work/term-weights.npz
+
+writes the weights (and a copy at every --save-every steps: the run checkpoints, and a stopped run
+resumes from its last copy with --resume). model/add_lexical.py --term-weights FILE builds the
+lexical part from them instead of idf^½.
+"""
+import argparse
+import collections
+import os
+import random
+import shutil
+import time
+
+import numpy as np
+import torch
+
+from add_lexical import B as BM25_B, IDF_POWER, K1, piece_statistics
+from tokenizer_files import load_tokenizer
+from legal_data import SAMPLINGS, epoch_sample, split_pairs
+from questions import QueryMaker
+from train_static import encode_cached, key_ids
+
+
+def saturated(batch_ids, counted, avg_len):
+    """(row, piece, sat) of every distinct counted piece of every text in the batch."""
+    rows, pieces, sats = [], [], []
+    for r, ids in enumerate(batch_ids):
+        ids = np.asarray(ids, dtype=np.int64)
+        ids = ids[counted[ids]]
+        if not len(ids):
+            continue
+        uniq, tf = np.unique(ids, return_counts=True)
+        norm = K1 * (1 - BM25_B + BM25_B * len(ids) / avg_len)
+        rows.append(np.full(len(uniq), r))
+        pieces.append(uniq)
+        sats.append(tf * (K1 + 1) / (tf + norm))
+    return (torch.from_numpy(np.concatenate(rows)), torch.from_numpy(np.concatenate(pieces)),
+            torch.from_numpy(np.concatenate(sats)).float())
+
+
+def unit_values(rows, pieces, sats, weight, n):
+    values = sats * weight[pieces]
+    norm = torch.zeros(n).index_add(0, rows, values * values).clamp_min(1e-12).sqrt()
+    return values / norm[rows]
+
+
+def similarities(q, t, weight, n, vocab_size):
+    """Cosines of every query with every text in the batch (n × n), through the text side dense."""
+    qr, qp, qs = q
+    tr, tp, ts = t
+    qv = unit_values(qr, qp, qs, weight, n)
+    tv = unit_values(tr, tp, ts, weight, n)
+    dense_t = torch.zeros(vocab_size, n).index_put((tp, tr), tv)  # pieces × texts
+    return torch.zeros(n, n).index_add(0, qr, qv[:, None] * dense_t[qp])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="the legal-pairs folder")
+    p.add_argument("--tokenizer", required=True, help="a model folder whose tokenizer.json the weights are for")
+    p.add_argument("--out", required=True, help="the .npz to write (weight per piece, the recipe)")
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--temperature", type=float, default=0.05)
+    p.add_argument("--reg", type=float, default=1e-4, help="L2 weight on log(w / idf^½), summed over pieces")
+    p.add_argument("--sampling", choices=SAMPLINGS, default="sqrt")
+    p.add_argument("--cap", type=int, default=20000)
+    p.add_argument("--question-templates", type=float, default=0.25,
+                   help="share of queries put in a question template (model/questions.py), as the static part trains")
+    p.add_argument("--question-crops", type=float, default=0.25)
+    p.add_argument("--train-tokens", type=int, default=384, help="text truncation (the token cache's)")
+    p.add_argument("--cache", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "tokens"))
+    p.add_argument("--save-every", type=int, default=100)
+    p.add_argument("--keep-steps", action="store_true", help="also keep each copy as OUT.stepN.npz (to choose the step)")
+    p.add_argument("--resume", action="store_true", help="start from --out's last copy")
+    p.add_argument("--seed", type=int, default=20261126)
+    args = p.parse_args()
+
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(max(1, int(os.environ.get("THREADS", os.cpu_count() or 1))))
+    t0 = time.time()
+    tok = load_tokenizer(args.tokenizer)
+    idf, _, avg_len = piece_statistics(tok, args.data, 512)
+    counted = idf > 0
+    train, _ = split_pairs(args.data)
+    queries, texts = encode_cached(args.cache, tok, train, args.train_tokens)
+    query_key = key_ids([q.lower().strip() for _, q, _, _ in train])
+    text_key = key_ids([t for _, _, t, _ in train])
+    by_source = collections.defaultdict(list)
+    for i, row in enumerate(train):
+        by_source[row[0]].append(i)
+    questions = QueryMaker(tok, random.Random(args.seed + 1))
+    print(f"{len(train):,} training pairs, {len(tok.vocab):,} pieces ({time.time() - t0:.0f} s)", flush=True)
+
+    base = torch.tensor(idf ** IDF_POWER, dtype=torch.float32)
+    delta = torch.zeros(len(base), requires_grad=True)
+    start = 0
+    if args.resume and os.path.exists(args.out):
+        saved = np.load(args.out)
+        delta.data = torch.from_numpy(saved["delta"]).float()
+        start = int(saved["step"])
+        print(f"resumed at step {start}", flush=True)
+    optimizer = torch.optim.Adam([delta], lr=args.lr)
+
+    def save(step):
+        w = (base * torch.exp(delta)).detach().numpy()
+        tmp = args.out + ".tmp.npz"
+        np.savez(tmp, weight=w, delta=delta.detach().numpy(), step=step, idf=idf, recipe=repr(vars(args)))
+        os.replace(tmp, args.out)
+        if args.keep_steps:
+            shutil.copyfile(args.out, f"{args.out[:-4]}.step{step}.npz")
+
+    order, step = [], start
+    epoch_rng = random.Random(args.seed + start)
+    while step < args.steps:
+        if len(order) < args.batch:
+            order = epoch_sample(by_source, args.sampling, args.cap, epoch_rng)
+            epoch_rng.shuffle(order)
+        idx, order = order[:args.batch], order[args.batch:]
+        qids = [questions.make(train[i][0], queries[i], texts[i], args.question_templates, args.question_crops) for i in idx]
+        n = len(idx)
+        weight = base * torch.exp(delta)
+        s = similarities(saturated(qids, counted, avg_len), saturated([texts[i] for i in idx], counted, avg_len), weight, n, len(base))
+        qk, tk = torch.from_numpy(query_key[idx]), torch.from_numpy(text_key[idx])
+        false_negative = ((qk[:, None] == qk[None, :]) | (tk[:, None] == tk[None, :])) & ~torch.eye(n, dtype=torch.bool)
+        logits = (s / args.temperature).masked_fill(false_negative, -1e4)
+        target = torch.arange(n)
+        loss = (torch.nn.functional.cross_entropy(logits, target) + torch.nn.functional.cross_entropy(logits.T, target)) / 2
+        total = loss + args.reg * (delta * delta).sum()
+        optimizer.zero_grad()
+        total.backward()
+        optimizer.step()
+        step += 1
+        if step % 20 == 0:
+            print(f"step {step}/{args.steps} loss {loss.item():.4f} |delta| {delta.detach().abs().mean():.4f} ({time.time() - t0:.0f} s)", flush=True)
+        if step % args.save_every == 0 or step == args.steps:
+            save(step)
+    print(f"wrote {args.out} ({time.time() - t0:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
