@@ -19,7 +19,7 @@ describe('options declared once', () => {
     for (const [name, spec] of Object.entries(specs)) {
       if (spec.default === undefined) continue;
       const rule = spec.value ?? z.string();
-      expect(rule.safeParse(spec.default).success, `--${name} default ${JSON.stringify(spec.default)}`).toBe(true);
+      expect(rule.safeParse(spec.default).success, `lexembed ${command} --${name} default ${JSON.stringify(spec.default)}`).toBe(true);
     }
   });
 
