@@ -7,7 +7,8 @@ import { DEFAULT_MODEL_NAME, OPENAI_PREFIX, pathSpellingDetail, pathSpellingFaul
 import type { Embedder } from '../embedder/types.ts';
 import { createInvocationsHandler } from './invocations.ts';
 import { createModelState } from './model-state.ts';
-import { observeRequests, type AppMetrics, type Env, type RequestLogRecord } from './observe.ts';
+import { observeRequests, type AppMetrics, type RequestLogRecord } from './observe.ts';
+import { requestOf, type Env } from './request-state.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
@@ -110,7 +111,7 @@ function installMiddleware(app: Hono<Env>, options: AppOptions, fail: (c: Contex
   // demo) can tell "this server refuses my origin (CORS)" from "nothing answers"; they expose nothing.
   app.use(async (c, next) => {
     await next();
-    if (!c.get('headersWritten')) for (const [name, value] of Object.entries(COMMON_HEADERS)) c.header(name, value);
+    if (!requestOf(c).headersWritten) for (const [name, value] of Object.entries(COMMON_HEADERS)) c.header(name, value);
   });
   // One spelling per route (contract/paths.ts): anything else is no route, before authentication.
   app.use(async (c, next) => {

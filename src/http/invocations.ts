@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 import { HOP_BY_HOP_HEADERS, validateInvocationRequest, type Problem } from '../contract/index.ts';
 import { readJsonBody } from './read-body.ts';
 import { RAW_TARGET } from './raw-target.ts';
+import { requestOf, type Env } from './request-state.ts';
 
 /** The key under which an inner call's record travels in the dispatch context. */
 export const INNER_CALL = 'lexembed.innerCall';
@@ -28,7 +29,7 @@ export interface InvocationsDeps {
 }
 
 export function createInvocationsHandler(deps: InvocationsDeps) {
-  return async (c: Context<{ Variables: { requestId: string; inputTokens: number } }>): Promise<Response> => {
+  return async (c: Context<Env>): Promise<Response> => {
     const body = await readJsonBody(c.req.raw, deps.maxBodyBytes);
     if (!body.ok) return deps.fail(c, body.problem);
     const invocation = validateInvocationRequest(body.value);
@@ -40,14 +41,14 @@ export function createInvocationsHandler(deps: InvocationsDeps) {
     }
     const hasBody = data !== null && method !== 'GET' && method !== 'HEAD';
     if (hasBody && !forwarded.has('content-type')) forwarded.set('content-type', 'application/json');
-    forwarded.set('x-request-id', c.get('requestId'));
+    forwarded.set('x-request-id', requestOf(c).id);
     // On the outer request's origin, so problem types in the answer resolve where the caller is.
     const request = new Request(new URL(path, c.req.url), { method, headers: forwarded, body: hasBody ? JSON.stringify(data) : undefined, signal: c.req.raw.signal });
     const call: InnerCall = { inputTokens: null };
     // The outer request's env, less its raw target: the inner request's target is `path`.
     const { [RAW_TARGET]: _outerTarget, ...env } = (c.env ?? {}) as Record<string, unknown>;
     const inner = await deps.dispatch(request, { ...env, [INNER_CALL]: call });
-    if (call.inputTokens) c.set('inputTokens', call.inputTokens);
+    if (call.inputTokens) requestOf(c).inputTokens = call.inputTokens;
     const responseHeaders = new Headers(inner.headers);
     for (const name of HOP_BY_HOP_HEADERS) responseHeaders.delete(name);
     return new Response(inner.body, { status: inner.status, headers: responseHeaders });

@@ -3,7 +3,9 @@
 // count back to the outer request, which logs it.
 import type { MiddlewareHandler } from 'hono';
 import { innerCallOf } from './invocations.ts';
-import type { Ticket } from '../usage/meter.ts';
+import type { Env, RequestState } from './request-state.ts';
+
+export type { Env } from './request-state.ts';
 
 export interface RequestLogRecord {
   readonly msg: 'request';
@@ -20,9 +22,6 @@ export interface AppMetrics {
   render(): Promise<{ contentType: string; body: string }>;
 }
 
-/** headersWritten: the answer was built with the request id and the common headers (register.ts). */
-export type Env = { Variables: { requestId: string; inputTokens: number; ticket?: Ticket; headersWritten?: true } };
-
 const REQUEST_ID = /^[\w.:@-]{1,128}$/;
 /** The header that carries the request id, given or new, both ways. */
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -33,17 +32,18 @@ export function observeRequests(options: { metrics?: AppMetrics; log?: (record: 
     const inner = innerCallOf(c);
     const given = c.req.header(REQUEST_ID_HEADER);
     const requestId = given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    c.set('requestId', requestId);
+    const request: RequestState = { id: requestId, inputTokens: null, headersWritten: false };
+    c.set('request', request);
     const started = performance.now();
     await next();
-    if (!c.get('headersWritten')) c.res.headers.set(REQUEST_ID_HEADER, requestId);
+    if (!request.headersWritten) c.res.headers.set(REQUEST_ID_HEADER, requestId);
     if (inner) {
-      inner.inputTokens = c.get('inputTokens') ?? null;
+      inner.inputTokens = request.inputTokens;
       return;
     }
     const route = c.req.routePath && c.req.routePath !== '/*' && options.isRoute(c.req.routePath) ? c.req.routePath : 'unmatched';
     const seconds = (performance.now() - started) / 1000;
-    const inputTokens = c.get('inputTokens') ?? null;
+    const { inputTokens } = request;
     options.metrics?.observeRequest({ route, method: c.req.method, status: c.res.status, seconds, inputTokens });
     options.log?.({ msg: 'request', request_id: requestId, method: c.req.method, route, status: c.res.status, latency_ms: +(seconds * 1000).toFixed(2), input_tokens: inputTokens });
   };

@@ -7,7 +7,8 @@ import { float32JsonBytes, problem, type Problem } from '../contract/index.ts';
 import { isRefusal, type Authenticate } from '../auth/records.ts';
 import type { Meter, Ticket } from '../usage/meter.ts';
 import type { ModelState } from './model-state.ts';
-import { REQUEST_ID_HEADER, type Env } from './observe.ts';
+import { REQUEST_ID_HEADER } from './observe.ts';
+import { requestOf, type Env } from './request-state.ts';
 import { FINGERPRINT_HEADER, MODEL_ID_HEADER, modelIdentity } from './route-table.ts';
 import type { Route } from './routes.ts';
 
@@ -33,6 +34,7 @@ export function registerRoutes(app: Hono<Env>, table: readonly Route<Env>[], reg
 }
 
 async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, state, fail }: Registration): Promise<Response> {
+  const request = requestOf(c);
   let ticket: Ticket | undefined;
   if (route.resource) {
     const decision = await authenticate({ authorization: c.req.header('authorization') ?? null, resource: route.resource });
@@ -41,7 +43,7 @@ async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, 
       ticket = usage.open(decision, route.meter);
       const limited = await ticket.admit();
       if (limited) return fail(c, limited);
-      c.set('ticket', ticket);
+      request.ticket = ticket;
     }
   }
   let inputTokens: number | null = null;
@@ -50,11 +52,11 @@ async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, 
     if (outcome instanceof Response) return outcome;
     if (!outcome.ok) return fail(c, outcome.problem);
     inputTokens = outcome.value.inputTokens ?? 0;
-    if (outcome.value.inputTokens !== null) c.set('inputTokens', outcome.value.inputTokens);
+    request.inputTokens = outcome.value.inputTokens;
     // Every header of the answer in one plain object, the request id and CORP included: the Node
     // adapter writes such a response without building a Headers object (measured: undici's Headers
     // took 5-6 % of the server thread on short requests); the middleware then adds nothing.
-    const headers: Record<string, string> = { 'content-type': 'application/json', [REQUEST_ID_HEADER]: c.get('requestId'), ...COMMON_HEADERS };
+    const headers: Record<string, string> = { 'content-type': 'application/json', [REQUEST_ID_HEADER]: request.id, ...COMMON_HEADERS };
     const loaded = route.operation ? state.loaded() : null;
     if (loaded) {
       const { model_id, fingerprint } = modelIdentity(loaded);
@@ -62,7 +64,7 @@ async function serve(route: Route<Env>, c: Context<Env>, { authenticate, usage, 
       if (fingerprint) headers[FINGERPRINT_HEADER] = fingerprint;
     }
     Object.assign(headers, ticket?.headers());
-    c.set('headersWritten', true);
+    request.headersWritten = true;
     // Vectors as float32 (the shortest decimal per component that reads back to it), straight to bytes.
     return new Response(float32JsonBytes(outcome.value.body), { status: 200, headers });
   } finally {

@@ -19,7 +19,8 @@ import type { Resource } from '../auth/records.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
 import type { ModelState } from './model-state.ts';
-import type { AppMetrics, Env } from './observe.ts';
+import type { AppMetrics } from './observe.ts';
+import { requestOf, type Env } from './request-state.ts';
 import type { buildOpenApiDocument } from './openapi.ts';
 import { readJsonBody } from './read-body.ts';
 import type { Route } from './routes.ts';
@@ -67,7 +68,7 @@ export function createOperate(state: ModelState, maxBodyBytes: number) {
       if (full) return { ok: false, problem: full };
       const body = await readJsonBody(c.req.raw, maxBodyBytes);
       if (!body.ok) return body;
-      const ticket = c.get('ticket');
+      const { ticket } = requestOf(c);
       return operation(body.value, embedder, { signal: c.req.raw.signal, charge: ticket && ((tokens) => ticket.charge(tokens)) });
     };
 }
