@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU steps of model/README.md's pipeline, in order, into model/work/ (nothing under models/
 # changes unless --ship is given):
-#   1 static model (1b: with its lexical part and Matryoshka order, what ships)   2 hard negatives
+#   1 static model (1a: the lexical part's term weights; 1b: the static model with its lexical part
+#     and Matryoshka order, what ships)   2 hard negatives
 #   4b hybrid = shipped transformer + new static half, its lexical part and Matryoshka order made again
 #   4f its int8 graph (onnx/model_quantized.onnx), with the dev-set figures --dtype auto reads
 #   5 evaluation of both (held-out documents, and the dev set of legal questions)   6 reranker fit (static)
@@ -52,9 +53,14 @@ echo "== 1. static model -> $WORK/static"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static" --json "$WORK/static/evaluation.json" "${EVAL[@]}"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static" --json "$WORK/static/evaluation-dev.json" "${DEVEVAL[@]}"
 
+echo "== 1a. the lexical part's term weights (model/train_term_weights.py) -> $WORK/term-weights.npz"
+TERMS=(--steps 200 --lr 0.003 --reg 3e-3)
+[ "$SMOKE" = 1 ] && TERMS=(--steps 10 --lr 0.003 --reg 3e-3)
+"$PY" model/train_term_weights.py --data "$DATA" --tokenizer models/legal-2-embedder --out "$WORK/term-weights.npz" "${TERMS[@]}"
+
 echo "== 1b. the static model with its lexical part (model/add_lexical.py) -> $WORK/static-lexical"
 rm -rf "$WORK/static-lexical" && cp -r "$WORK/static" "$WORK/static-lexical"
-"$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA"
+"$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA" --term-weights "$WORK/term-weights.npz"
 "$PY" model/matryoshka.py --model "$WORK/static-lexical" --data "$DATA" "${MATRYOSHKA[@]}"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation.json" "${EVAL[@]}"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation-dev.json" "${DEVEVAL[@]}"
@@ -70,7 +76,7 @@ cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
 # The lexical part is scaled for the shipped static part: strip it, swap the table, add it again.
 "$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --strip
 "$PY" model/rebuild_hybrid.py --hybrid "$WORK/hybrid" --static "$WORK/static"
-"$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA"
+"$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --term-weights "$WORK/term-weights.npz"
 "$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" --parity "$WORK/hybrid-parity.json" "${MATRYOSHKA[@]}"
 echo "== 4f. the hybrid's int8 graph (model/quantize_graph.py; --dtype auto serves it on CPUs where the dev set allows)"
 QUANTIZE=(--dev "$DEV")
