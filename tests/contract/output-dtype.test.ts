@@ -48,9 +48,11 @@ describe('on the bundled models, int8 keeps cosine ≥ 0.99 to the float vector 
           const v = truncateAndNormalize(full, d);
           return cosine(v, quantizeVector(v, 'int8'));
         }));
-        // A text of a few word pieces on the static model is its static part alone, whose energy the
-        // Matryoshka order puts in the first components: at 1,024 and more int8's fixed scale clips them a little.
-        const floor = d < 256 ? 0.99 : d >= 1024 && model.settings.id?.includes('static') ? 0.995 : 0.999;
+        // A text of a few word pieces is its dense parts alone (the static part alone on the static
+        // model), whose energy the Matryoshka order puts in the first components: at 1,024 and more
+        // int8's fixed scale clips them a little (measured, 'Confidential Information': static 0.997,
+        // hybrid v4.1 0.998 at 1,024).
+        const floor = d < 256 ? 0.99 : d >= 1024 ? (model.settings.id?.includes('static') ? 0.995 : 0.997) : 0.999;
         expect(worst, `${model.settings.id} at ${d} dimensions`).toBeGreaterThanOrEqual(floor);
       }
     }
