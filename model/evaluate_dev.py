@@ -208,7 +208,8 @@ def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, 
         return sp.csr_matrix((vals, (rows, cols)), shape=(len(ids_list), vocab))
     qm = matrix([encode_capped(tok, t, settings["max_input_tokens"]) for t in queries_text], "tf")  # queries: tf
     n = len(documents)
-    df = np.asarray((matrix(doc_ids, "tf") > 0).sum(0)).ravel()
+    documents_tf = matrix(doc_ids, "tf")
+    df = np.asarray((documents_tf > 0).sum(0)).ravel()
     corpus_idf = np.log(1 + (n - df + 0.5) / (df + 0.5))  # Qdrant's idf modifier
     dense_scores = q @ d.T
     out = {}
@@ -218,7 +219,8 @@ def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, 
     for name, weighting, weights in stores:
         if weighting == "relative" and "weight" not in settings["sparse"]:
             continue  # without learned weights, relative is tf
-        scores = (qm @ sp.diags(weights) @ matrix(doc_ids, weighting).T).toarray()
+        dm = documents_tf if weighting == "tf" else matrix(doc_ids, weighting)
+        scores = (qm @ sp.diags(weights) @ dm.T).toarray()
         out[name] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(scores, scorer.TOPK)], queries, qrels)
         fused = np.zeros_like(scores)
         for s_ in (scores, dense_scores):

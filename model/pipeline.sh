@@ -54,8 +54,8 @@ echo "== 1. static model -> $WORK/static"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static" --json "$WORK/static/evaluation-dev.json" "${DEVEVAL[@]}"
 
 echo "== 1a. the lexical part's term weights (model/train_term_weights.py) -> $WORK/term-weights.npz"
-TERMS=(--steps 200 --lr 0.003 --reg 3e-3)
-[ "$SMOKE" = 1 ] && TERMS=(--steps 10 --lr 0.003 --reg 3e-3)
+TERMS=()  # the script's defaults are the shipped recipe
+[ "$SMOKE" = 1 ] && TERMS=(--steps 10)
 "$PY" model/train_term_weights.py --data "$DATA" --tokenizer models/legal-2-embedder --out "$WORK/term-weights.npz" "${TERMS[@]}"
 
 echo "== 1b. the static model with its lexical part (model/add_lexical.py) -> $WORK/static-lexical"

@@ -13,7 +13,7 @@ import { TASKS } from '../contract/index.ts';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { DEVICE_OPTIONS, deviceOptions } from './device-options.ts';
-import { describeOptions, integerIn, parseOptions, UsageError, type OptionValues } from './options.ts';
+import { describeOptions, integerIn, parseOptions, remoteUrl, UsageError, type OptionValues } from './options.ts';
 import { createProgress } from './progress.ts';
 import { remoteIdentity, type ModelIdentity } from './model-source.ts';
 import { messageOf } from '../util/message-of.ts';
@@ -41,7 +41,7 @@ export const EMBED_OPTIONS = {
   'overlap-tokens': { value: z.coerce.number({ error: 'must be a non-negative integer (tokens)' }).int({ error: 'must be a non-negative integer (tokens)' }).min(0, { error: 'must be a non-negative integer (tokens)' }), default: '0', help: 'with --chunk-tokens: tokens each chunk repeats from the end of the one before (whole words)' },
   model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
   ...DEVICE_OPTIONS,
-  remote: { value: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }), env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
+  remote: { value: remoteUrl, env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
   'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
   'on-error': { value: z.enum(['stop', 'skip'], { error: 'must be stop or skip' }), default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
   progress: { value: z.enum(['auto', 'always', 'never'], { error: 'must be auto, always or never' }), default: 'auto', help: 'progress bar: auto (on a terminal, else periodic lines), always, never' },

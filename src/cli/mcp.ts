@@ -13,7 +13,7 @@ import { BUNDLED_MODEL_DIR } from '../node/runtime/load-model.ts';
 import { DEVICE_OPTIONS } from './device-options.ts';
 import { metaPathOf } from './embed.ts';
 import { openModelSource } from './model-source.ts';
-import { describeOptions, parseOptions, UsageError } from './options.ts';
+import { describeOptions, parseOptions, remoteUrl, UsageError } from './options.ts';
 
 export const MCP_OPTIONS = {
   transport: { value: z.enum(['stdio', 'http'], { error: 'must be stdio or http' }), env: 'LEXEMBED_MCP_TRANSPORT', default: 'stdio', help: 'stdio (the assistant starts lexembed mcp itself) or http (Streamable HTTP at POST /mcp)' },
@@ -22,7 +22,7 @@ export const MCP_OPTIONS = {
   host: { value: z.string().min(1), env: 'LEXEMBED_MCP_HOST', default: '127.0.0.1', help: 'with --transport http: address to bind (the MCP endpoint has no keys of its own: keep it on loopback, or put it behind your own authentication)' },
   model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder (for search: the one the index was embedded with)' },
   ...DEVICE_OPTIONS,
-  remote: { value: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }), env: 'LEXEMBED_BASE_URL', default: '', help: "call a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY; its keys and limits apply)" },
+  remote: { value: remoteUrl, env: 'LEXEMBED_BASE_URL', default: '', help: "call a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY; its keys and limits apply)" },
   'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
 };
 

@@ -30,11 +30,14 @@ export const integerIn = (min: number, max: number) => {
   return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
 };
 
+/** A lexembed server's API base (--remote): empty (none) or an http(s) URL. */
+export const remoteUrl = z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' });
+
 /** What parseOptions gives for each option: its rule's output, else the string. */
 export type OptionValues<S extends OptionSpecs> = { [K in keyof S]: S[K] extends { readonly value: infer V extends z.ZodType } ? z.output<V> : string };
 
-/** The zod object the options' rules make (to type a config that commands share, e.g. the device options). */
-export function optionsSchema<S extends OptionSpecs>(specs: S): z.ZodType<OptionValues<S>> {
+/** The zod object the options' rules make: what parseOptions checks values with. */
+function optionsSchema<S extends OptionSpecs>(specs: S): z.ZodType<OptionValues<S>> {
   return z.object(Object.fromEntries(Object.entries(specs).map(([name, o]) => [name, o.value ?? z.string()]))) as unknown as z.ZodType<OptionValues<S>>;
 }
 

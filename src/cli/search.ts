@@ -14,7 +14,7 @@ import { messageOf } from '../util/message-of.ts';
 import { DEVICE_OPTIONS } from './device-options.ts';
 import { metaPathOf, type EmbedSource } from './embed.ts';
 import { openModelSource, type ModelIdentity, type ModelSource } from './model-source.ts';
-import { describeOptions, flag, integerIn, parseOptions, UsageError } from './options.ts';
+import { describeOptions, flag, integerIn, parseOptions, remoteUrl, UsageError } from './options.ts';
 
 export const SEARCH_OPTIONS = {
   top: { value: integerIn(1, 1000), default: '10', help: 'how many passages to show' },
@@ -23,7 +23,7 @@ export const SEARCH_OPTIONS = {
   json: flag({ help: 'print the hits as one JSON array (rank, score, id, chunk, start, end, page/paragraph/line, text)' }),
   model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder: the one the output was embedded with' },
   ...DEVICE_OPTIONS,
-  remote: { value: z.string().refine((v) => v === '' || /^https?:\/\//.test(v), { error: 'must be an http(s) URL ending in /v1' }), env: 'LEXEMBED_BASE_URL', default: '', help: 'embed the query through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
+  remote: { value: remoteUrl, env: 'LEXEMBED_BASE_URL', default: '', help: 'embed the query through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
   'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
 };
 

@@ -137,7 +137,7 @@ async function loadWithFiles(wasmModule: WebAssembly.Module, fetchModelFile: (pa
   useCompiledModuleForInstantiate(wasmModule);
   const settings = parseModelSettings(await (await files.fetch('/models/model/lexembed.json')).json(), 'lexembed.json');
   const backend = await createTransformersBackend({ modelId: 'model', localModelPath: '/models/', settings, device: 'wasm' });
-  settings.fingerprint = (await files.fingerprint(graphFileOf(settings.dtype), (file) => files.fetch(`/models/model/${file}`))) ?? undefined;
+  settings.fingerprint = (await files.fingerprint(graphFileOf(settings.dtype), (file) => fetchModelFile(`/models/model/${file}`))) ?? undefined;
   return createEmbedder(settings, backend);
 }
 

@@ -29,7 +29,8 @@ export interface FingerprintingFetch {
   /**
    * The fingerprint for the graph that was loaded (`onnx/model_quantized.onnx`, …), once it and both
    * small files have been read whole; a file the loader took from elsewhere (transformers.js's
-   * Cache API copy) is read from `fallback` first. Null when one of them cannot be read.
+   * Cache API copy) is read from `fallback` (a plain fetch: this hashes what it answers). Null when
+   * one of them cannot be read.
    */
   fingerprint(graphFile: string, fallback?: (file: string) => Promise<Response | undefined>): Promise<string | null>;
 }

@@ -112,7 +112,8 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
   // transformers.js keeps its own copy in the Cache API where the browser allows one.
   // Each model file is hashed as it streams in, for the model's fingerprint.
   const tf = env as unknown as { fetch: typeof fetch; cacheKey?: string };
-  const files = fingerprintingFetch(retryingFetch(uncachedFetch));
+  const network = retryingFetch(uncachedFetch);
+  const files = fingerprintingFetch(network);
   tf.fetch = files.fetch;
   const settingsResponse = await tf.fetch(`${base}lexembed.json`);
   if (!settingsResponse.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${settingsResponse.status}); serve the model folder at ${base}`);
@@ -146,7 +147,7 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
   }
   // A file transformers.js took from its Cache API copy did not pass through fetch: read it there (or fetch it again).
   settings.fingerprint =
-    (await files.fingerprint(graphFileOf(dtype, graph.graph), async (file) => (await cachedFile(tf.cacheKey, `${base}${file}`)) ?? tf.fetch(`${base}${file}`))) ?? undefined;
+    (await files.fingerprint(graphFileOf(dtype, graph.graph), async (file) => (await cachedFile(tf.cacheKey, `${base}${file}`)) ?? network(`${base}${file}`))) ?? undefined;
   const choice = { device: device.device, dtype, graph: graph.graph, reason: `${device.reason}; ${reason}${graph.reason ? `; ${graph.reason}` : ''}` };
   const limits = options.maxBatchTokens ? { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : DEFAULT_SCHEDULER_LIMITS;
   return { embedder: createEmbedder(settings, backend, limits), choice, loadMs: performance.now() - started };
