@@ -121,7 +121,7 @@ for (const device of devices) {
   await embedOrThrow(e, ['The lessee shall pay rent monthly in advance.']);
   startup[device] = { load_ms: t1 - t0, first_batch_ms: performance.now() - t1, gpu_mem_mb: device === 'webgpu' ? gpuMemoryMb() : undefined };
   embedders.set(device, e);
-  console.log(`${device}: ${e.backendName}${e.deviceReason ? ` — ${e.deviceReason}` : ''} (load ${startup[device]!.load_ms.toFixed(0)} ms, first batch ${startup[device]!.first_batch_ms.toFixed(0)} ms)`);
+  console.log(`${device}: ${e.runtime.backendName}${e.runtime.deviceReason ? ` — ${e.runtime.deviceReason}` : ''} (load ${startup[device]!.load_ms.toFixed(0)} ms, first batch ${startup[device]!.first_batch_ms.toFixed(0)} ms)`);
 }
 // Vectors on the GPU against the CPU's, same texts (16 to 512 tokens).
 let parity: { texts: number; min_cosine: number; mean_cosine: number } | undefined;
@@ -168,11 +168,11 @@ for (const name of values.workloads!.split(',')) {
       embedder.embed({ texts: texts.slice(k * 128, k * 128 + 128), task: null, overflowStrategy: 'drop_end', dimensions: null })));
     // WebGPU compiles pipelines per new shape on first use; measure warm, as a server runs.
     if (device === 'webgpu') await embedAll();
-    const before = embedder.schedulerStats!();
+    const before = embedder.runtime.stats!();
     const tb = performance.now();
     await embedAll();
     const libSeconds = (performance.now() - tb) / 1000;
-    const after = embedder.schedulerStats!();
+    const after = embedder.runtime.stats!();
     row({ workload: name, path: `(b) embedder library${device === 'cpu' ? '' : ` [${device}]`}`, device, texts_per_s: texts.length / libSeconds, tokens_per_s: tokens / libSeconds, padding_efficiency: (after.realTokens - before.realTokens) / (after.paddedTokens - before.paddedTokens), peak_rss_mb: peakRssMb(process.pid), gpu_mem_mb: device === 'webgpu' ? gpuMemoryMb() : undefined });
   }
 
@@ -232,7 +232,7 @@ if (devices.includes('webgpu')) {
 if (parity) lines.push(['webgpu vs cpu vectors, min cosine', parity.min_cosine, '≥ 0.999']);
 for (const [what, value, target] of lines) console.log(`  ${what.padEnd(48)} ${value === undefined ? '-' : value.toFixed(3).padStart(9)}   target ${target}`);
 mkdirSync(dirname(values.json!), { recursive: true });
-writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, devices: Object.fromEntries([...embedders].map(([d, e]) => [d, { backend: e.backendName, reason: e.deviceReason, ...startup[d] }])), parity, gpu: gpuInfo(), results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
+writeFileSync(values.json!, JSON.stringify({ model: modelDir, node: process.version, cores: threads, duration_s: duration, devices: Object.fromEntries([...embedders].map(([d, e]) => [d, { backend: e.runtime.backendName, reason: e.runtime.deviceReason, ...startup[d] }])), parity, gpu: gpuInfo(), results, targets: Object.fromEntries(lines.map(([w, v, t]) => [w, { value: v, target: t }])), health_samples: health.length }, null, 2));
 console.log(`\nwrote ${values.json}`);
 for (const e of embedders.values()) await e.dispose();
 // (e) what usage metering, rate limits and quotas cost: the same server with and without them (bench/metering.ts).
@@ -242,7 +242,7 @@ process.exit(0);
 
 async function embedOrThrow(embedder: Awaited<ReturnType<typeof loadModelFolder>>, texts: string[]): Promise<Float32Array[]> {
   const r = await embedder.embed({ texts, task: null, overflowStrategy: 'drop_end', dimensions: null });
-  if (!r.ok) throw new Error(`${embedder.backendName}: ${r.problem.code}: ${r.problem.detail}`);
+  if (!r.ok) throw new Error(`${embedder.runtime.backendName}: ${r.problem.code}: ${r.problem.detail}`);
   return r.value.vectors;
 }
 

@@ -222,7 +222,7 @@ async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | nu
   // A batch tool: its batches are full ones, so the one-thread copy for lone small batches
   // (--small-batch-tokens in serve) would only cost its load and memory.
   const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' }, oneBatchAtATime: true, smallBatchTokens: 0 });
-  if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.deviceReason}`);
+  if (config.device !== 'cpu') err(`lexembed embed: device: ${embedder.runtime.deviceReason}`);
   if (dimensions !== null && dimensions > embedder.maxDimensions) {
     await embedder.dispose();
     throw new UsageError(`lexembed embed: --dimensions ${dimensions} exceeds the maximum of ${embedder.maxDimensions} for model "${embedder.modelName}" (${config.model}); pass an integer from 1 to ${embedder.maxDimensions}, or leave it out for the default ${embedder.settings.dimensions.default}`);

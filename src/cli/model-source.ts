@@ -63,7 +63,7 @@ export async function openModelSource(config: SourceConfig): Promise<ModelSource
     modelName: embedder.modelName,
     rerankModelName: embedder.reranker?.rerankModelName ?? DEFAULT_RERANK_MODEL_NAME,
     chunkText: client.chunkText,
-    where: `${config.model} (${embedder.deviceReason ?? 'cpu'})`,
+    where: `${config.model} (${embedder.runtime.deviceReason ?? 'cpu'})`,
     identity: async () => ({ name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null }),
     dispose: () => embedder.dispose(),
   };

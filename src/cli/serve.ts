@@ -183,8 +183,8 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   if ('e' in loaded) {
     metrics.setModelLoadSeconds((Date.now() - started) / 1000);
     // The device line comes first: "model … loaded" is the line that says start-up is done.
-    if (loaded.e.deviceReason) logRecord('info', { msg: `device: ${loaded.e.deviceReason}`, device_requested: config.device });
-    log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.backendName} in ${Date.now() - started} ms`);
+    if (loaded.e.runtime.deviceReason) logRecord('info', { msg: `device: ${loaded.e.runtime.deviceReason}`, device_requested: config.device });
+    log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.runtime.backendName} in ${Date.now() - started} ms`);
   }
   const signal = await stopped;
   draining = true;

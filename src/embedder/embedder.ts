@@ -37,26 +37,25 @@ export function createEmbedder(
   };
   return {
     settings,
-    backendName: backend.name,
-    deviceReason: backend.deviceReason,
     modelName: settings.name,
     maxDimensions: settings.dimensions.max,
     tasks: settings.tasks,
-    schedulerStats: () => scheduler.stats(),
-    refusalBySize(bodyBytes, maxTexts) {
-      // Texts are truncated to maxTokens (or refused), so an embedding request makes at most maxTexts × maxTokens.
-      const tokens = estimateTokens(bodyBytes);
-      const refused = scheduler.refusalOf(maxTexts === null ? tokens : Math.min(tokens, maxTexts * maxTokens));
-      return refused && atCapacity(refused);
-    },
-    async collectGarbage() {
-      await backend.collectGarbage?.();
-      (globalThis as { gc?: () => void }).gc?.();
+    runtime: {
+      backendName: backend.name,
+      deviceReason: backend.deviceReason,
+      reserve: (tokens) => core.reserve(tokens),
+      // Texts are truncated to maxTokens (or refused), so a request of at most maxTexts texts makes at most maxTexts × maxTokens.
+      tokensOfBody: (bodyBytes, maxTexts) => (maxTexts === null ? estimateTokens(bodyBytes) : Math.min(estimateTokens(bodyBytes), maxTexts * maxTokens)),
+      stats: () => scheduler.stats(),
+      async collectGarbage() {
+        await backend.collectGarbage?.();
+        (globalThis as { gc?: () => void }).gc?.();
+      },
     },
     async embed(input: EmbedInput, options: EmbedOptions = {}): Promise<Result<EmbedOutput>> {
       const prompt = promptFor(settings, input.task);
-      const estimate = input.texts.reduce((n, text) => n + Math.min(maxTokens, estimateTokens(prompt.length + text.length)), 0);
-      return core.admitted(estimate, (reservation) => embedAdmitted(core, input, prompt, reservation, options));
+      const estimate = () => input.texts.reduce((n, text) => n + Math.min(maxTokens, estimateTokens(prompt.length + text.length)), 0);
+      return core.admitted(options.lease, estimate, (room) => embedAdmitted(core, input, prompt, room, options));
     },
     maxChunkTokens,
     chunkText(text, options = {}) {
@@ -64,8 +63,7 @@ export function createEmbedder(
       return checked.ok ? { ok: true, value: chunkText(text, checked.value, wordTokenCounter((t) => backend.encode(t))) } : checked;
     },
     tokenize: (texts, options) => tokenizeTexts(core, texts, options),
-    reranker,
-    rerank: reranking && reranker ? createRerank(core, reranker, reranking.weights) : undefined,
+    reranker: reranking && reranker ? { ...reranker, rerank: createRerank(core, reranker, reranking.weights) } : undefined,
     sparse: sparseTable && { vocabularySize: sparseTable.idf.length, embed: (input, options = {}) => sparseOf(core, sparseTable, input, options) },
     dispose: () => backend.dispose(),
   };
@@ -82,22 +80,30 @@ function createCore(settings: ModelSettings, backend: EmbeddingBackend, schedule
     tokensOfPrompt: (prompt) => promptTokens.get(prompt) ?? promptTokens.set(prompt, backend.encode(prompt).length).get(prompt)!,
     unreadable: (field) =>
       problem('validation', `${field} has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`),
-    /**
-     * Runs `work` holding room in the queue for about `tokens` tokens while the request is
-     * tokenised (released when it ends); a 503 at once when there is no room.
-     */
-    async admitted(tokens, work) {
-      let reservation: Reservation;
+    reserve(tokens) {
       try {
-        reservation = scheduler.reserve(tokens);
+        return { ok: true, value: scheduler.reserve(tokens) };
       } catch (error) {
         if (error instanceof QueueFullError) return { ok: false, problem: atCapacity(error) };
         throw error;
       }
+    },
+    /**
+     * Runs `work` holding the lease's room in the queue, or room for the request's `estimate` of
+     * tokens while it is tokenised (a 503 at once when there is none); the room is given back when
+     * the work ends (the queue took it over if the texts were submitted).
+     */
+    async admitted(lease, estimate, work) {
+      let room = lease?.room ?? null;
+      if (!room) {
+        const reserved = this.reserve(estimate());
+        if (!reserved.ok) return reserved;
+        room = reserved.value;
+      }
       try {
-        return await work(reservation);
+        return await work(room);
       } finally {
-        reservation.release();
+        room.release();
       }
     },
     async submit(sequences, signal, reservation) {
@@ -116,18 +122,18 @@ function promptFor(settings: ModelSettings, task: Task | null): string {
   return task ? settings.prompts[task] ?? '' : '';
 }
 
-/** Tokenises, checks and truncates the texts, charges their tokens, and embeds them. */
-async function embedAdmitted(core: EmbedderCore, input: EmbedInput, prompt: string, reservation: Reservation, options: EmbedOptions): Promise<Result<EmbedOutput>> {
+/** Tokenises, checks and truncates the texts, commits their tokens, and embeds them. */
+async function embedAdmitted(core: EmbedderCore, input: EmbedInput, prompt: string, room: Reservation, options: EmbedOptions): Promise<Result<EmbedOutput>> {
   const encoded = await encodeForModel(core, input, prompt, options);
   if (!encoded.ok) return encoded;
   const { sequences, inputTokens, truncatedTexts } = encoded.value;
-  const submitted = await core.submit(sequences, options.signal, reservation);
+  const submitted = await core.submit(sequences, options.signal, room);
   if (!submitted.ok) return submitted;
   const dimensions = input.dimensions ?? core.settings.dimensions.default;
   return { ok: true, value: { vectors: submitted.value.map((v) => truncateAndNormalize(v, dimensions)), inputTokens, truncatedTexts } };
 }
 
-/** Sparse vectors: the texts read as embed reads them, charged alike, weighed without the model. */
+/** Sparse vectors: the texts read as embed reads them, committed alike, weighed without the model. */
 async function sparseOf(core: EmbedderCore, table: SparseTable, input: SparseInput, options: EmbedOptions): Promise<Result<SparseOutput>> {
   const prompt = promptFor(core.settings, input.task);
   const encoded = await encodeForModel(core, input, prompt, options);
@@ -139,7 +145,7 @@ async function sparseOf(core: EmbedderCore, table: SparseTable, input: SparseInp
 /**
  * The texts as the model reads them (yielding to the event loop as it goes): the prompt before
  * each, over-long ones cut (drop_end) or refused, texts without readable characters refused; then
- * their exact tokens charged (a problem refuses the request there).
+ * their exact tokens committed to the request's lease (a problem refuses the request there).
  */
 async function encodeForModel(
   core: EmbedderCore,
@@ -172,7 +178,7 @@ async function encodeForModel(
     sequences.push(truncateToMaxTokens(ids, maxTokens));
   }
   const inputTokens = sequences.reduce((n, s) => n + s.length, 0);
-  const refused = await options.charge?.(inputTokens);
+  const refused = await options.lease?.commit(inputTokens);
   if (refused) return { ok: false, problem: refused };
   return { ok: true, value: { sequences, inputTokens, truncatedTexts } };
 }

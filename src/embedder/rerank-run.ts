@@ -6,7 +6,7 @@ import { dot, MAX_RERANK_CHUNKS, queryTooLong, tooManyChunks, truncateAndNormali
 import { chunkText, wordTokenCounter } from './chunk.ts';
 import { estimateTokens, pauser } from './pacing.ts';
 import { scoreTexts, type RerankWeights } from './rerank-score.ts';
-import type { Reservation } from './scheduler.ts';
+import type { Lease, Reservation } from './admission.ts';
 import type { ModelSettings } from './settings.ts';
 import type { EmbedOptions, EmbeddingBackend, RerankInput, RerankOutput } from './types.ts';
 
@@ -17,8 +17,10 @@ export interface EmbedderCore {
   readonly maxTokens: number;
   tokensOfPrompt(prompt: string): number;
   unreadable(field: string): Problem;
-  /** Runs `work` holding room in the queue for about `tokens` tokens (a 503 when there is none). */
-  admitted<T>(tokens: number, work: (reservation: Reservation) => Promise<Result<T>>): Promise<Result<T>>;
+  /** Room in the queue for about `tokens` tokens, or a 503 problem. */
+  reserve(tokens: number): Result<Reservation>;
+  /** Runs `work` holding the lease's room in the queue, or room for `estimate()` tokens (a 503 when there is none). */
+  admitted<T>(lease: Lease | undefined, estimate: () => number, work: (room: Reservation) => Promise<Result<T>>): Promise<Result<T>>;
   submit(sequences: number[][], signal?: AbortSignal, reservation?: Reservation): Promise<Result<Float32Array[]>>;
 }
 
@@ -38,7 +40,7 @@ export function createRerank(core: EmbedderCore, reranker: RerankCapabilities, w
     if ('tooMany' in chunked) return { ok: false, problem: tooManyChunks(chunked.tooMany.texts, chunked.tooMany.chunks, input.chunking, reranker) };
     const sequences = [query, ...chunked.sequences];
     const inputTokens = sequences.reduce((n, seq) => n + seq.length, 0);
-    const refused = await options.charge?.(inputTokens);
+    const refused = await options.lease?.commit(inputTokens);
     if (refused) return { ok: false, problem: refused };
     const pooled = await core.submit(sequences, options.signal, reservation);
     if (!pooled.ok) return pooled;
@@ -54,7 +56,7 @@ export function createRerank(core: EmbedderCore, reranker: RerankCapabilities, w
   return async function rerank(input: RerankInput, options: EmbedOptions = {}): Promise<Result<RerankOutput>> {
     const framing = core.tokensOfPrompt(documentPrompt);
     const characters = input.texts.reduce((n, text) => n + text.length, input.query.length);
-    return core.admitted(estimateTokens(characters) + input.texts.length * framing, (reservation) => rerankAdmitted(input, reservation, options));
+    return core.admitted(options.lease, () => estimateTokens(characters) + input.texts.length * framing, (room) => rerankAdmitted(input, room, options));
   };
 }
 

@@ -5,7 +5,10 @@
 // scheduler runs a lone request at once; the queue is bounded in tokens (backpressure).
 // Its default limits, with what they were measured on: batch-defaults.ts.
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './batch-defaults.ts';
+import type { Reservation } from './admission.ts';
 import type { EmbeddingBackend, SchedulerStats } from './types.ts';
+
+export type { Reservation } from './admission.ts';
 
 export { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits };
 export type { SchedulerStats } from './types.ts';
@@ -17,15 +20,6 @@ export interface SchedulerHooks {
 
 export class QueueFullError extends Error {
   override name = 'QueueFullError';
-}
-
-/**
- * Room held in the queue for a request that is still being tokenised (admitted on an estimate),
- * so concurrent requests see it; `submit` takes it, `release` gives it back.
- */
-export interface Reservation {
-  readonly tokens: number;
-  release(): void;
 }
 
 /** A submitted request: its sequences' vectors as they come back, and how it ends. */
@@ -111,11 +105,6 @@ export class BatchScheduler {
         if (held) (held = false), (this.reservedTokens -= tokens);
       },
     };
-  }
-
-  /** The QueueFullError that `reserve(tokens)` would throw now, without reserving. */
-  refusalOf(tokens: number): QueueFullError | null {
-    return this.refusal(tokens, true);
   }
 
   stats(): SchedulerStats {

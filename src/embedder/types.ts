@@ -1,6 +1,7 @@
 // The Embedder interface the HTTP app and the CLI talk to, and the backend seam beneath it.
-import type { Chunking, ModelCapabilities, Problem, RerankCapabilities, Result, ScoringMethod, SparseWeighting, Task, TokenizeResponse } from '../contract/index.ts';
+import type { Chunking, ModelCapabilities, RerankCapabilities, Result, ScoringMethod, SparseWeighting, Task, TokenizeResponse } from '../contract/index.ts';
 import type { TextChunk } from './chunk.ts';
+import type { Lease, Reservation } from './admission.ts';
 import type { ModelSettings } from './settings.ts';
 import type { SparseVector } from './sparse.ts';
 
@@ -25,10 +26,11 @@ export interface EmbedOptions {
   /** Aborting (e.g. the client disconnected) takes the request's waiting texts off the queue. */
   readonly signal?: AbortSignal;
   /**
-   * Called with the request's exact input tokens once its texts are tokenised, before the model
-   * runs: a problem refuses the request there (a rate limit or quota, src/usage/meter.ts).
+   * The request's admission (admission.ts): its queue room, if it holds some already, and the
+   * meter it commits its exact input tokens to before the model runs (a problem refuses it there).
+   * Without one, the embedder holds room for its own estimate and nothing is metered.
    */
-  readonly charge?: (inputTokens: number) => Promise<Problem | null>;
+  readonly lease?: Lease;
 }
 
 export interface EmbedOutput {
@@ -75,13 +77,16 @@ export interface SparseEmbedder {
   embed(input: SparseInput, options?: EmbedOptions): Promise<Result<SparseOutput>>;
 }
 
+/**
+ * A loaded model, as the HTTP app, the CLI, the clients and the adapters use it: what it can do
+ * (ModelCapabilities, and `reranker` / `sparse` where the folder carries them, each with its
+ * method), its operations, and where it runs (`runtime`).
+ */
 export interface Embedder extends ModelCapabilities {
   readonly settings: ModelSettings;
-  /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
-  readonly backendName: string;
-  /** Why the backend runs where it does (e.g. the WebGPU adapter chosen by --device auto). */
-  readonly deviceReason?: string;
   embed(input: EmbedInput, options?: EmbedOptions): Promise<Result<EmbedOutput>>;
+  /** Token counts as `embed` would read the texts (before truncation), optionally each token with offsets; yields to the event loop as it goes. */
+  tokenize(texts: readonly string[], options: { task: Task | null; offsets: boolean }): Promise<TokenizeResponse['results']>;
   /**
    * Splits a long text into chunks of at most `size` tokens (default: what one embedding of a
    * document reads) with `overlap` tokens repeated (default 0), cut between words, with offsets.
@@ -90,25 +95,39 @@ export interface Embedder extends ModelCapabilities {
   chunkText(text: string, options?: { size?: number | null; overlap?: number | null }): Result<TextChunk[]>;
   /** The most tokens one chunk may have: the model's input less its special tokens and document prompt. */
   readonly maxChunkTokens: number;
-  /** Token counts as `embed` would read the texts (before truncation), optionally each token with offsets; yields to the event loop as it goes. */
-  tokenize(texts: readonly string[], options: { task: Task | null; offsets: boolean }): Promise<TokenizeResponse['results']>;
-  /** The reranker's limits, when the model folder carries a reranking fit. */
-  readonly reranker?: RerankCapabilities;
-  /** Scores texts against a query (requires `reranker`); through the same batching queue as embed. */
-  rerank?(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
+  /** The reranker, when the model folder carries a reranking fit: its limits and `rerank`, through the same batching queue as embed. */
+  readonly reranker?: Reranker;
   /** Sparse vectors over the word-piece vocabulary, when the model folder carries the lexical table (lexembed.json "sparse"); no model run. */
   readonly sparse?: SparseEmbedder;
-  /**
-   * A 503 when the queue has no room for a request of `bodyBytes` bytes (estimated from its size;
-   * with `maxTexts`, at most that many texts of the model's maximum length), so a full server
-   * refuses before reading and parsing the body; null when it may have room.
-   */
-  refusalBySize?(bodyBytes: number, maxTexts: number | null): Problem | null;
-  /** Batching totals (padding efficiency = realTokens / paddedTokens). */
-  schedulerStats?(): SchedulerStats;
-  /** Diagnostics: a full garbage collection wherever the model runs, if Node ran with --expose-gc. */
-  collectGarbage?(): Promise<void>;
+  /** Where and how the model runs. */
+  readonly runtime: EmbedderRuntime;
   dispose(): Promise<void>;
+}
+
+export interface Reranker extends RerankCapabilities {
+  /** Scores texts against a query, through the same batching queue as embed. */
+  rerank(input: RerankInput, options?: EmbedOptions): Promise<Result<RerankOutput>>;
+}
+
+export interface EmbedderRuntime {
+  /** Where inference runs, e.g. "onnxruntime-node (cpu)". */
+  readonly backendName: string;
+  /** Why the backend runs where it does (e.g. the WebGPU adapter chosen by --device auto). */
+  readonly deviceReason?: string;
+  /**
+   * Room in the batching queue for about `tokens` tokens, held until released or the request's
+   * texts are queued (a lease's queue gate, admission.ts); a 503 problem at once when there is none.
+   */
+  reserve(tokens: number): Result<Reservation>;
+  /**
+   * The most tokens a request body of `bodyBytes` bytes can make (with `maxTexts`, at most that
+   * many texts of the model's maximum length): what a lease reserves before the body is read.
+   */
+  tokensOfBody(bodyBytes: number, maxTexts: number | null): number;
+  /** Batching totals (padding efficiency = realTokens / paddedTokens). */
+  stats(): SchedulerStats;
+  /** Diagnostics: a full garbage collection wherever the model runs, if Node ran with --expose-gc. */
+  collectGarbage(): Promise<void>;
 }
 
 /** What a model runtime must provide: tokenise, and run pooled batches. */

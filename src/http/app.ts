@@ -1,19 +1,19 @@
 // The lexembed HTTP app (Hono): one route table (rows below), authentication before validation,
 // operations from src/operations, and one place that turns an outcome into a response: a value
 // as JSON, a problem as problem+json (OpenAI's error shape under /openai/v1).
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { cors } from 'hono/cors';
 import { DEFAULT_MODEL_NAME, OPENAI_PREFIX, pathSpellingDetail, pathSpellingFault, problem, type Problem } from '../contract/index.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { createInvocationsHandler } from './invocations.ts';
 import { createModelState } from './model-state.ts';
-import { observeRequests, type AppMetrics, type RequestLogRecord } from './observe.ts';
-import { requestOf, type Env } from './request-state.ts';
+import type { AppMetrics, RequestLogRecord } from './observe.ts';
 import { buildOpenApiDocument } from './openapi.ts';
+import { COMMON_HEADERS, dispatcher, FINGERPRINT_HEADER, MODEL_ID_HEADER, registerFallbacks, registerRoutes, requestOf, trackRequests, type Pipeline } from './pipeline.ts';
 import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
-import { COMMON_HEADERS, registerFallbacks, registerRoutes } from './register.ts';
-import { createOperate, documentRoutes, FINGERPRINT_HEADER, MODEL_ID_HEADER, notServed, operationRoutes, probeRoutes, proxyRoutes } from './route-table.ts';
+import type { Env } from './request-state.ts';
+import { documentRoutes, notServed, operationRoutes, probeRoutes, proxyRoutes } from './route-table.ts';
 import type { Route } from './routes.ts';
 import type { Authenticate } from '../auth/records.ts';
 import type { Meter } from '../usage/meter.ts';
@@ -21,7 +21,7 @@ import type { Meter } from '../usage/meter.ts';
 export type { Authenticate, Resource } from '../auth/records.ts';
 export type { AppMetrics, Env, RequestLogRecord } from './observe.ts';
 export { RAW_TARGET } from './raw-target.ts';
-export { FINGERPRINT_HEADER, MODEL_ID_HEADER } from './route-table.ts';
+export { FINGERPRINT_HEADER, MODEL_ID_HEADER } from './pipeline.ts';
 
 export interface AppOptions {
   /** The embedder, or a promise of it while the model loads. */
@@ -58,32 +58,35 @@ export interface AppOptions {
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
- * Builds the app from the route table (route-table.ts), registered by register.ts. Adapters
- * (Node, edge) only hand it requests.
+ * Builds the app from the route table (route-table.ts), each row served through the request
+ * pipeline's stages (pipeline.ts). Adapters (Node, edge) only hand it requests.
  * @example const app = createApp({ embedder: await loadModelFolder(dir) }); await app.request('/health')
  */
 export function createApp(options: AppOptions): Hono<Env> {
   // Without a configured docs URL, problem types are absolute on the request's own origin, so they
   // resolve wherever the server is reached (behind a platform too); the OpenAPI document keeps '/docs'.
-  const docsUrlOf = (c: Context<Env>) => options.docsUrl ?? new URL('/docs', c.req.url).href;
+  const docsUrlOf = (request: Request) => options.docsUrl ?? new URL('/docs', request.url).href;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const proxyMode = options.deployment === 'proxy';
   const state = createModelState(options.embedder);
   // The OpenAI-compatible routes answer in OpenAI's error shape, everything else with problem details.
-  const fail = (c: Context<Env>, p: Problem) => (c.req.path.startsWith(`${OPENAI_PREFIX}/`) ? openAIErrorResponse(p) : problemResponse(p, docsUrlOf(c)));
+  const fail = (request: Request, p: Problem) =>
+    new URL(request.url).pathname.startsWith(`${OPENAI_PREFIX}/`) ? openAIErrorResponse(p) : problemResponse(p, docsUrlOf(request));
   const app = new Hono<Env>();
   let allowed = new Map<string, string[]>();
   installMiddleware(app, options, fail, (path) => allowed.has(path));
 
-  const table: Route<Env>[] = [
-    ...operationRoutes(state, createOperate(state, maxBodyBytes)),
-    ...probeRoutes(state, options.readiness),
-    ...(proxyMode ? proxyRoutes(state, createInvocationsHandler({ dispatch: (request, env) => app.fetch(request, env), maxBodyBytes, fail })) : []),
-    ...documentRoutes(() => (openApiDoc ??= buildDocument()), options.metrics),
-  ];
   // Proxy deployments need no key, and one that is passed is ignored (spec 4.3 rule 2).
   const authenticate: Authenticate = proxyMode ? () => null : (options.authenticate ?? (() => null));
-  allowed = registerRoutes(app, table, { authenticate, usage: proxyMode ? undefined : options.usage, state, fail });
+  const pipeline: Pipeline = { authenticate, usage: proxyMode ? undefined : options.usage, state, maxBodyBytes, fail };
+  const table: Route[] = [
+    ...operationRoutes(),
+    ...probeRoutes(state, options.readiness),
+    ...(proxyMode ? proxyRoutes(state, createInvocationsHandler({ dispatch: (request, s) => dispatch(request, s), maxBodyBytes, fail })) : []),
+    ...documentRoutes(() => (openApiDoc ??= buildDocument()), options.metrics),
+  ];
+  const dispatch = dispatcher(table, () => allowed, pipeline);
+  allowed = registerRoutes(app, table, pipeline);
   registerFallbacks(app, allowed, fail, options.onUnexpectedError);
 
   // /openapi.json from the same rows (a route the loaded model cannot serve is documented as
@@ -105,8 +108,8 @@ export function createApp(options: AppOptions): Hono<Env> {
 }
 
 /** Per-request observation, the CORP header, the one-spelling-per-route check and CORS. */
-function installMiddleware(app: Hono<Env>, options: AppOptions, fail: (c: Context<Env>, p: Problem) => Response, isRoute: (path: string) => boolean): void {
-  app.use(observeRequests({ metrics: options.metrics, log: options.log, isRoute }));
+function installMiddleware(app: Hono<Env>, options: AppOptions, fail: Pipeline['fail'], isRoute: (path: string) => boolean): void {
+  app.use(trackRequests({ metrics: options.metrics, log: options.log, isRoute }));
   // Opaque (no-cors) reads from other origins are allowed, so a cross-origin-isolated page (the
   // demo) can tell "this server refuses my origin (CORS)" from "nothing answers"; they expose nothing.
   app.use(async (c, next) => {
@@ -118,7 +121,7 @@ function installMiddleware(app: Hono<Env>, options: AppOptions, fail: (c: Contex
     const raw = (c.env as Record<string, unknown> | undefined)?.[RAW_TARGET];
     const target = typeof raw === 'string' && raw.startsWith('/') ? raw : new URL(c.req.url).pathname;
     const fault = pathSpellingFault(target);
-    if (fault) return fail(c, problem('notFound', pathSpellingDetail(target, fault)));
+    if (fault) return fail(c.req.raw, problem('notFound', pathSpellingDetail(target, fault)));
     await next();
   });
   if (options.corsOrigins?.length) {

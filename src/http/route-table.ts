@@ -1,29 +1,16 @@
 // The route table as data (issue "Shape II"): each row is a route's documentation (routes.ts) and
-// its handler, grouped by job. The app registers them (register.ts) and /openapi.json is built
+// what answers it, grouped by job. The pipeline serves them (pipeline.ts) and /openapi.json is built
 // from the same rows, so a route cannot be served undocumented or documented unserved.
-import type { Context } from 'hono';
 import { MAX_OPENAI_INPUTS, MAX_TEXTS_PER_REQUEST, OPENAI_PREFIX, problem } from '../contract/index.ts';
-import type { EmbedOptions, Embedder } from '../embedder/types.ts';
-import {
-  createEmbeddings,
-  createOpenAIEmbeddings,
-  createRerankings,
-  createSparseEmbeddings,
-  createTokenization,
-  listOpenAIModels,
-  rerankNotServed,
-  sparseNotServed,
-  type Outcome,
-} from '../operations/index.ts';
+import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createSparseEmbeddings, createTokenization, listOpenAIModels } from '../operations/index.ts';
 import type { Resource } from '../auth/records.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
 import type { ModelState } from './model-state.ts';
 import type { AppMetrics } from './observe.ts';
-import { requestOf, type Env } from './request-state.ts';
 import type { buildOpenApiDocument } from './openapi.ts';
-import { readJsonBody } from './read-body.ts';
-import type { Route } from './routes.ts';
+import { modelIdentity } from './pipeline.ts';
+import type { HandlerRoute, Route } from './routes.ts';
 
 /** Operations of the API this deployment does not serve: authenticated like every operation, then a 404. */
 const OTHER_OPERATIONS: readonly { path: string; resource: Resource }[] = [
@@ -38,43 +25,8 @@ const STORE_CHECK_MS = 1_000;
 /** Problems of every route that reads a body. */
 const BODY_PROBLEMS = ['requestTooLarge', 'internal', 'unavailable'] as const;
 
-/** An operation over a decoded body (src/operations), as a route runs it. */
-type Operation = (body: unknown, embedder: Embedder, options: EmbedOptions) => Promise<Outcome<unknown>>;
-
-/** Response headers of every answered operation: which weights answered. */
-export const MODEL_ID_HEADER = 'x-lexembed-model-id';
-export const FINGERPRINT_HEADER = 'x-lexembed-model-fingerprint';
-
-/** The loaded model's id and fingerprint, where known (the Node loader sets both). */
-export function modelIdentity(embedder: Pick<Embedder, 'settings'>): { model_id?: string; fingerprint?: string } {
-  const { id, fingerprint } = embedder.settings;
-  return { ...(id ? { model_id: id } : {}), ...(fingerprint ? { fingerprint } : {}) };
-}
-
-/**
- * Runs an operation on the request's JSON body: waits for the model, refuses a full queue from
- * the body's declared size before reading it (`maxTexts`: the most texts the operation takes,
- * null for no cap), reads the body under the limit, then the operation, charging the request's
- * usage ticket (if any) its exact tokens before the model runs.
- */
-export function createOperate(state: ModelState, maxBodyBytes: number) {
-  return (operation: Operation, maxTexts: number | null) =>
-    async (c: Context<Env>): Promise<Outcome<unknown>> => {
-      const model = await state.model();
-      if (!model.ok) return model;
-      const embedder = model.value;
-      const declared = Number(c.req.header('content-length') ?? NaN);
-      const full = Number.isFinite(declared) && declared <= maxBodyBytes ? embedder.refusalBySize?.(declared, maxTexts) : null;
-      if (full) return { ok: false, problem: full };
-      const body = await readJsonBody(c.req.raw, maxBodyBytes);
-      if (!body.ok) return body;
-      const { ticket } = requestOf(c);
-      return operation(body.value, embedder, { signal: c.req.raw.signal, charge: ticket && ((tokens) => ticket.charge(tokens)) });
-    };
-}
-
 /** The API's operations: embeddings, rerankings, tokenize, the OpenAI-compatible routes, and those not served. */
-export function operationRoutes(state: ModelState, operate: ReturnType<typeof createOperate>): Route<Env>[] {
+export function operationRoutes(): Route[] {
   return [
     {
       method: 'POST',
@@ -88,7 +40,8 @@ export function operationRoutes(state: ModelState, operate: ReturnType<typeof cr
       ok: { description: 'One embedding per input text, with its index', json: 'EmbeddingResponse' },
       problems: ['validation', 'inputTooLarge', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
-      handler: operate(createEmbeddings, MAX_TEXTS_PER_REQUEST),
+      run: createEmbeddings,
+      maxTexts: MAX_TEXTS_PER_REQUEST,
     },
     {
       method: 'POST',
@@ -103,12 +56,8 @@ export function operationRoutes(state: ModelState, operate: ReturnType<typeof cr
       problems: ['validation', 'inputTooLarge', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
       requires: 'sparse',
-      async handler(c) {
-        // Without the lexical table the route is not served: say so before reading the body.
-        const model = await state.model();
-        if (model.ok && !model.value.sparse) return { ok: false, problem: sparseNotServed(model.value) };
-        return operate(createSparseEmbeddings, MAX_TEXTS_PER_REQUEST)(c);
-      },
+      run: createSparseEmbeddings,
+      maxTexts: MAX_TEXTS_PER_REQUEST,
     },
     {
       method: 'POST',
@@ -123,12 +72,8 @@ export function operationRoutes(state: ModelState, operate: ReturnType<typeof cr
       problems: ['validation', ...BODY_PROBLEMS],
       operation: true,
       requires: 'reranker',
-      async handler(c) {
-        // Without a reranker the route is not served: say so before reading the body.
-        const model = await state.model();
-        if (model.ok && !model.value.reranker) return { ok: false, problem: rerankNotServed(model.value) };
-        return operate(createRerankings, null)(c);
-      },
+      run: createRerankings,
+      maxTexts: null,
     },
     {
       method: 'POST',
@@ -142,15 +87,16 @@ export function operationRoutes(state: ModelState, operate: ReturnType<typeof cr
       ok: { description: 'Per text: its input tokens, and with return_offsets its tokens and offsets', json: 'TokenizeResponse' },
       problems: ['validation', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
-      handler: operate(createTokenization, null),
+      run: createTokenization,
+      maxTexts: null,
     },
     ...OTHER_OPERATIONS.map(({ path, resource }) => notServed(path, resource)),
-    ...openaiRoutes(state, operate),
+    ...openaiRoutes(),
   ];
 }
 
 /** The OpenAI-compatible routes: embeddings and the model list, errors in OpenAI's shape. */
-function openaiRoutes(state: ModelState, operate: ReturnType<typeof createOperate>): Route<Env>[] {
+function openaiRoutes(): Route[] {
   return [
     {
       method: 'POST',
@@ -165,7 +111,8 @@ function openaiRoutes(state: ModelState, operate: ReturnType<typeof createOperat
       problems: ['validation', 'unsupportedDimension', 'unsupportedTask', ...BODY_PROBLEMS],
       operation: true,
       errors: 'openai',
-      handler: operate(createOpenAIEmbeddings, MAX_OPENAI_INPUTS),
+      run: createOpenAIEmbeddings,
+      maxTexts: MAX_OPENAI_INPUTS,
     },
     {
       method: 'GET',
@@ -178,16 +125,14 @@ function openaiRoutes(state: ModelState, operate: ReturnType<typeof createOperat
       problems: ['unavailable'],
       operation: true,
       errors: 'openai',
-      async handler() {
-        const model = await state.model();
-        return model.ok ? listOpenAIModels(model.value) : model;
-      },
+      run: async (_body, embedder) => listOpenAIModels(embedder),
+      maxTexts: null,
     },
   ];
 }
 
 /** Health and readiness: what load balancers, Kubernetes and people ask. */
-export function probeRoutes(state: ModelState, readiness?: { readonly draining: () => boolean; readonly checkStore?: () => Promise<void> }): Route<Env>[] {
+export function probeRoutes(state: ModelState, readiness?: { readonly draining: () => boolean; readonly checkStore?: () => Promise<void> }): Route[] {
   return [
     {
       method: 'GET',
@@ -212,7 +157,7 @@ export function probeRoutes(state: ModelState, readiness?: { readonly draining: 
       problems: ['unavailable'],
       handler() {
         const loaded = state.loaded();
-        if (loaded) return { ok: true, value: { body: { status: 'ok', model: loaded.modelName, ...modelIdentity(loaded), backend: loaded.backendName }, inputTokens: null } };
+        if (loaded) return { ok: true, value: { body: { status: 'ok', model: loaded.modelName, ...modelIdentity(loaded), backend: loaded.runtime.backendName }, inputTokens: null } };
         const failure = state.failure();
         if (failure) return { ok: false, problem: failure };
         const detail = state.failed() ? 'the model failed to load; see the server log' : 'the model is loading; retry shortly';
@@ -225,7 +170,7 @@ export function probeRoutes(state: ModelState, readiness?: { readonly draining: 
       operationId: 'livez',
       summary: 'Liveness: 200 while the process runs and its event loop answers (restart the container otherwise)',
       ok: { description: 'Alive', media: 'application/json', schema: { type: 'object', properties: { status: { const: 'alive' } }, required: ['status'] } },
-      handler: (c) => c.json({ status: 'alive' }),
+      handler: () => Response.json({ status: 'alive' }),
     },
     {
       method: 'GET',
@@ -257,7 +202,7 @@ export function probeRoutes(state: ModelState, readiness?: { readonly draining: 
 }
 
 /** What a model-hosting platform asks of a private deployment (spec 4.3): /ping and /invocations. */
-export function proxyRoutes(state: ModelState, invocations: Route<Env>['handler']): Route<Env>[] {
+export function proxyRoutes(state: ModelState, invocations: HandlerRoute['handler']): Route[] {
   return [
       {
         method: 'GET',
@@ -266,7 +211,7 @@ export function proxyRoutes(state: ModelState, invocations: Route<Env>['handler'
         summary: 'Container health: 200 once the model is loaded, 503 before',
         ok: { description: 'Ready' },
         responses: { '503': { description: 'Loading' } },
-        handler: (c) => (state.loaded() ? c.json({ status: 'ok' }) : c.json({ status: state.failed() ? 'failed' : 'loading' }, 503)),
+        handler: () => (state.loaded() ? Response.json({ status: 'ok' }) : Response.json({ status: state.failed() ? 'failed' : 'loading' }, { status: 503 })),
       },
       {
         // Registered only in proxy mode, where no route needs a key: it cannot bypass authentication.
@@ -284,17 +229,17 @@ export function proxyRoutes(state: ModelState, invocations: Route<Env>['handler'
 }
 
 /** The OpenAPI document, the pages made from it, and the metrics. */
-export function documentRoutes(openApi: () => Promise<ReturnType<typeof buildOpenApiDocument>>, metrics?: AppMetrics): Route<Env>[] {
+export function documentRoutes(openApi: () => Promise<ReturnType<typeof buildOpenApiDocument>>, metrics?: AppMetrics): Route[] {
   return [
-    { method: 'GET', path: '/openapi.json', operationId: 'openapi', summary: 'This document', ok: { description: 'OpenAPI 3.1 document', media: 'application/json', schema: { type: 'object' } }, handler: async (c) => c.json(await openApi()) },
-    { method: 'GET', path: '/docs', operationId: 'docs', summary: 'API reference page', ok: { description: 'HTML page', media: 'text/html' }, handler: async (c) => c.html(renderDocsPage(await openApi(), '/docs/api-reference/errors')) },
+    { method: 'GET', path: '/openapi.json', operationId: 'openapi', summary: 'This document', ok: { description: 'OpenAPI 3.1 document', media: 'application/json', schema: { type: 'object' } }, handler: async () => Response.json(await openApi()) },
+    { method: 'GET', path: '/docs', operationId: 'docs', summary: 'API reference page', ok: { description: 'HTML page', media: 'text/html' }, handler: async () => html(renderDocsPage(await openApi(), '/docs/api-reference/errors')) },
     {
       method: 'GET',
       path: '/docs/api-reference/errors',
       operationId: 'errors',
       summary: 'The errors page every problem type links to',
       ok: { description: 'HTML page', media: 'text/html' },
-      handler: (c) => c.html(renderErrorsPage()),
+      handler: () => html(renderErrorsPage()),
     },
     ...(metrics
       ? [
@@ -304,18 +249,21 @@ export function documentRoutes(openApi: () => Promise<ReturnType<typeof buildOpe
             operationId: 'metrics',
             summary: 'Prometheus metrics',
             ok: { description: 'Prometheus text exposition format', media: 'text/plain' },
-            async handler(c) {
+            async handler() {
               const { contentType, body } = await metrics.render();
-              return c.body(body, 200, { 'content-type': contentType });
+              return new Response(body, { headers: { 'content-type': contentType } });
             },
-          } satisfies Route<Env>,
+          } satisfies Route,
         ]
       : []),
   ];
 }
 
+/** An HTML page (the content type Hono's c.html gives). */
+const html = (page: string) => new Response(page, { headers: { 'content-type': 'text/html; charset=UTF-8' } });
+
 /** A route of the API this deployment does not serve: authenticated like every operation, then a 404. */
-export function notServed(path: string, resource: Resource): Route<Env> {
+export function notServed(path: string, resource: Resource): Route {
   const operationId = path.replace(/^\/v1\//, '').replace(/\W+(\w)/g, (_, ch: string) => ch.toUpperCase());
   return {
     method: 'POST',

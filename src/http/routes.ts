@@ -1,11 +1,13 @@
 // The route table's shape: each route as data (method, path, the key resource it needs, its
-// request and response schemas, the problems it answers with) beside its handler. The app
-// registers its Hono routes from the table and /openapi.json is generated from the same rows, so
-// a route cannot be served undocumented or documented unserved.
-import type { Context } from 'hono';
+// request and response schemas, the problems it answers with) beside what answers it: an
+// operation over the model, which the request pipeline runs through its stages (pipeline.ts), or a
+// plain handler of the request. The app registers the table and /openapi.json is generated from
+// the same rows, so a route cannot be served undocumented or documented unserved.
 import type { Resource } from '../auth/records.ts';
+import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import type { ProblemCode } from '../contract/index.ts';
 import type { Outcome } from '../operations/index.ts';
+import type { RequestState } from './request-state.ts';
 import type { MeteredOperation } from '../usage/meter.ts';
 
 export type Method = 'GET' | 'POST';
@@ -39,11 +41,25 @@ export interface RouteDoc {
   readonly responses?: Readonly<Record<string, unknown>>;
 }
 
+/** An operation over a decoded body (src/operations), as the pipeline runs it. */
+export type Operation = (body: unknown, embedder: Embedder, options: EmbedOptions) => Promise<Outcome<unknown>>;
+
 /**
- * A route: its documentation, and a handler that answers an outcome (the registration loop
- * serialises it: a value as JSON, a problem in the route's error shape) or, for pages and
- * passthroughs, a Response of its own.
+ * A route whose answer comes from the model: the pipeline authenticates, waits for the model,
+ * opens the request's lease, reads the body (where the row names one), runs `run`, answers and
+ * settles (pipeline.ts).
  */
-export interface Route<E extends object> extends RouteDoc {
-  readonly handler: (c: Context<E>) => Response | Outcome<unknown> | Promise<Response | Outcome<unknown>>;
+export interface OperationRoute extends RouteDoc {
+  readonly run: Operation;
+  /** The most texts the operation takes (what the lease reserves room for at most), null for no cap. */
+  readonly maxTexts: number | null;
 }
+
+/** Any other route (probes, pages, not-served operations, the proxy): an outcome, or a Response of its own. */
+export interface HandlerRoute extends RouteDoc {
+  readonly handler: (request: Request, state: RequestState) => Response | Outcome<unknown> | Promise<Response | Outcome<unknown>>;
+}
+
+export type Route = OperationRoute | HandlerRoute;
+
+export const isOperationRoute = (route: Route): route is OperationRoute => 'run' in route;

@@ -4,11 +4,12 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { answer, type Outcome } from './outcome.ts';
 
 export async function createRerankings(request: unknown, embedder: Embedder, options: EmbedOptions = {}): Promise<Outcome<RerankResponse>> {
-  if (!embedder.reranker || !embedder.rerank) return { ok: false, problem: rerankNotServed(embedder) };
-  const parsed = validateRerankRequest(request, embedder.reranker);
+  const { reranker } = embedder;
+  if (!reranker) return { ok: false, problem: rerankNotServed(embedder) };
+  const parsed = validateRerankRequest(request, reranker);
   if (!parsed.ok) return parsed;
   const { query, texts, scoring_method, chunking, top_n } = parsed.value;
-  const result = await embedder.rerank({ query, texts, chunking, method: scoring_method }, options);
+  const result = await reranker.rerank({ query, texts, chunking, method: scoring_method }, options);
   if (!result.ok) return result;
   const tokens = result.value.inputTokens;
   return answer({ results: rankResults(result.value.scores, top_n), usage: { input_tokens: tokens } }, tokens);

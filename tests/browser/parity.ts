@@ -27,7 +27,7 @@ export async function nodeRerank(query: string, texts: string[]): Promise<{ scor
   const embedder = await loadModelFolder(BUNDLED_MODEL_DIR, { inference: 'main' });
   try {
     const size = embedder.reranker!.maxChunkTokens;
-    const r = await embedder.rerank!({ query, texts, chunking: { size, overlap: Math.floor(size * DEFAULT_OVERLAP_RATIO) }, method: 'auto' });
+    const r = await embedder.reranker!.rerank({ query, texts, chunking: { size, overlap: Math.floor(size * DEFAULT_OVERLAP_RATIO) }, method: 'auto' });
     if (!r.ok) throw new Error(r.problem.detail ?? '');
     return r.value;
   } finally {

@@ -99,7 +99,7 @@ describe('edge worker in workerd', () => {
     const edge = (await res.json()) as { results: { index: number; score: number }[]; usage: { input_tokens: number } };
     expect(res.status, JSON.stringify(edge)).toBe(200);
     const node = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
-    const r = await node.rerank!({ query: body.query, texts: body.texts, chunking: { size: node.reranker!.maxChunkTokens, overlap: Math.floor(node.reranker!.maxChunkTokens * DEFAULT_OVERLAP_RATIO) }, method: 'auto' });
+    const r = await node.reranker!.rerank({ query: body.query, texts: body.texts, chunking: { size: node.reranker!.maxChunkTokens, overlap: Math.floor(node.reranker!.maxChunkTokens * DEFAULT_OVERLAP_RATIO) }, method: 'auto' });
     await node.dispose();
     if (!r.ok) throw new Error('node rerank failed');
     expect(edge.results.map((x) => x.index)).toEqual([1, 0]);

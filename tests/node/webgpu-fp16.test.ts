@@ -98,8 +98,8 @@ describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
   afterAll(async () => Promise.all([cpu?.dispose(), gpu?.dispose()]));
 
   it('--dtype auto takes fp16 on lavapipe (shader-f16), checks it against the CPU path at load and says so', () => {
-    expect(gpu.deviceReason).toContain('dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx)');
-    expect(gpu.deviceReason).toMatch(/fp16 checked at load against the CPU path's fp32 on 8 texts: min cosine 0\.999\d+/);
+    expect(gpu.runtime.deviceReason).toContain('dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx)');
+    expect(gpu.runtime.deviceReason).toMatch(/fp16 checked at load against the CPU path's fp32 on 8 texts: min cosine 0\.999\d+/);
   });
 
   it('gives the CPU path\'s vectors within cosine 0.999, and the same token count', async () => {
@@ -130,8 +130,8 @@ a = nh.to_array(big).copy(); np.random.default_rng(0).shuffle(a.reshape(-1)); bi
   it('--dtype auto loads fp32 instead, saying the fp16 vectors were off, and serves the CPU path\'s vectors', async () => {
     const [gpu, cpu] = [await loadModelFolder(broken, { device: 'webgpu' }), await loadModelFolder(TEST_MODEL_DIR, { device: 'cpu' })];
     try {
-      expect(gpu.deviceReason).toMatch(/dtype fp32 \(auto: not fp16 because fp16 vectors were off at load: min cosine (-?\d\.\d+|NaN) against the CPU path's fp32 on 8 texts \(below 0\.999\)\)/);
-      expect(gpu.deviceReason).not.toContain('dtype fp16');
+      expect(gpu.runtime.deviceReason).toMatch(/dtype fp32 \(auto: not fp16 because fp16 vectors were off at load: min cosine (-?\d\.\d+|NaN) against the CPU path's fp32 on 8 texts \(below 0\.999\)\)/);
+      expect(gpu.runtime.deviceReason).not.toContain('dtype fp16');
       await expectSameEmbeddings(cpu, gpu, input(GPU_TEXTS), 0.999);
     } finally {
       await Promise.all([gpu.dispose(), cpu.dispose()]);

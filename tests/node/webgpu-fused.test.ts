@@ -43,8 +43,8 @@ describe('the fused graph on onnxruntime-node (lavapipe WebGPU, and the CPU)', (
   afterAll(async () => Promise.all([cpu?.dispose(), gpu?.dispose()]));
 
   it('auto runs it on WebGPU and says so; the CPU keeps the exported graph', () => {
-    expect(gpu.deviceReason).toContain("; fused graph onnx/model_fused.onnx (auto: onnxruntime's fused kernels on its WebGPU provider)");
-    expect(cpu.deviceReason ?? '').not.toContain('fused graph');
+    expect(gpu.runtime.deviceReason).toContain("; fused graph onnx/model_fused.onnx (auto: onnxruntime's fused kernels on its WebGPU provider)");
+    expect(cpu.runtime.deviceReason ?? '').not.toContain('fused graph');
     expect(gpu.settings.fingerprint).toBe(modelFingerprint(TINY_BERT, 'fp32', 'fused'));
     expect(cpu.settings.fingerprint).toBe(modelFingerprint(TINY_BERT));
   });
@@ -57,7 +57,7 @@ describe('the fused graph on onnxruntime-node (lavapipe WebGPU, and the CPU)', (
   it('--graph fused on the CPU gives the exported graph\'s vectors too', async () => {
     const fusedCpu = await loadModelFolder(TINY_BERT, { device: 'cpu', graph: 'fused', threads: 1 });
     try {
-      expect(fusedCpu.deviceReason).toContain('fused graph onnx/model_fused.onnx was requested');
+      expect(fusedCpu.runtime.deviceReason).toContain('fused graph onnx/model_fused.onnx was requested');
       await expectSameEmbeddings(cpu, fusedCpu, input(GPU_TEXTS), 0.99999);
     } finally {
       await fusedCpu.dispose();
@@ -72,7 +72,7 @@ describe('the fused graph on onnxruntime-node (lavapipe WebGPU, and the CPU)', (
     writeFileSync(join(copy, 'lexembed.json'), JSON.stringify({ ...settings, fused: { ...settings.fused, source_sha256: 'f'.repeat(64) } }));
     const stale = await loadModelFolder(copy, { device: 'webgpu' });
     try {
-      expect(stale.deviceReason).toMatch(/exported graph \(auto: not fused because onnx\/model_fused.onnx was made from another onnx\/model.onnx/);
+      expect(stale.runtime.deviceReason).toMatch(/exported graph \(auto: not fused because onnx\/model_fused.onnx was made from another onnx\/model.onnx/);
     } finally {
       await stale.dispose();
     }

@@ -61,9 +61,9 @@ it('the device reason says which WebGPU runtime runs the model; --gpu-adapter na
   ] as const;
   for (const [options, says] of cases) {
     const embedder = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu', ...options });
-    expect(embedder.deviceReason, JSON.stringify(options)).toContain(`(${says})`);
-    expect(embedder.deviceReason, 'no batch settings: limits as given, nothing measured').not.toContain('max batch tokens');
-    expect(embedder.deviceReason?.includes('mean pooling on the GPU'), 'pooled on the GPU on the native runtime only').toBe(says.startsWith('onnxruntime-node'));
+    expect(embedder.runtime.deviceReason, JSON.stringify(options)).toContain(`(${says})`);
+    expect(embedder.runtime.deviceReason, 'no batch settings: limits as given, nothing measured').not.toContain('max batch tokens');
+    expect(embedder.runtime.deviceReason?.includes('mean pooling on the GPU'), 'pooled on the GPU on the native runtime only').toBe(says.startsWith('onnxruntime-node'));
     await embedder.dispose();
   }
 }, 120_000);
@@ -80,14 +80,14 @@ describe('WebGPU path against the CPU path', () => {
   });
 
   it('reports the WebGPU adapter it runs on', () => {
-    expect(pairs['test model']!.gpu.backendName).toMatch(/^transformers\.js \(webgpu on .+, worker thread\)$/);
-    expect(pairs['test model']!.gpu.deviceReason).toMatch(/webgpu was requested; adapter: /);
+    expect(pairs['test model']!.gpu.runtime.backendName).toMatch(/^transformers\.js \(webgpu on .+, worker thread\)$/);
+    expect(pairs['test model']!.gpu.runtime.deviceReason).toMatch(/webgpu was requested; adapter: /);
   });
 
   it('compiles its pipelines at load (a warm-up batch before ready), not on the first request', () => {
     for (const { gpu, cpu } of Object.values(pairs)) {
-      expect(gpu.deviceReason).toMatch(/; pipelines compiled at load \(warm-up \d+ ms\)$/);
-      expect(cpu.deviceReason ?? '').not.toMatch(/warm-up/);
+      expect(gpu.runtime.deviceReason).toMatch(/; pipelines compiled at load \(warm-up \d+ ms\)$/);
+      expect(cpu.runtime.deviceReason ?? '').not.toMatch(/warm-up/);
     }
   });
 
@@ -125,7 +125,7 @@ describe('WebGPU memory', () => {
         const r = await gpu.embed(input(TEXTS.map((t) => `${t} ${i}`.repeat(1 + ((i + round) % 3)))));
         expect(r.ok).toBe(true);
       }
-      await gpu.collectGarbage!();
+      await gpu.runtime.collectGarbage!();
       rss.push(process.memoryUsage().rss / 2 ** 20);
     }
     // Round 0 is the warm-up (pipelines, buffer pools); 180 requests follow. A leak of 0.2 MB per

@@ -30,8 +30,8 @@ describe.each(['mean', 'cls'] as const)('%s pooling on the GPU', (pooling) => {
     writeFileSync(join(dir, 'lexembed.json'), JSON.stringify({ ...settings, pooling }));
     const [cpu, gpu] = await Promise.all([loadModelFolder(dir, { device: 'cpu' }), loadModelFolder(dir, { device: 'webgpu' })]);
     try {
-      expect(gpu.deviceReason).toContain(`; ${pooling} pooling on the GPU`);
-      expect(cpu.deviceReason ?? '').not.toContain('pooling on the GPU');
+      expect(gpu.runtime.deviceReason).toContain(`; ${pooling} pooling on the GPU`);
+      expect(cpu.runtime.deviceReason ?? '').not.toContain('pooling on the GPU');
       const [, b] = await expectSameEmbeddings(cpu, gpu, input(TEXTS), 0.9999);
       // A text alone gives the vector it gets inside the mixed batch (padding masked on the GPU too).
       const alone = await gpu.embed(input([TEXTS[1]!]));
@@ -48,8 +48,8 @@ it('LEXEMBED_GPU_POOLING=js reads the hidden state back and pools in JavaScript,
   process.env.LEXEMBED_GPU_POOLING = 'js';
   const inJs = await loadModelFolder(TEST_MODEL_DIR, { device: 'webgpu' }).finally(() => delete process.env.LEXEMBED_GPU_POOLING);
   try {
-    expect(onGpu.deviceReason).toContain('; mean pooling on the GPU');
-    expect(inJs.deviceReason).toContain('; pooling in JavaScript (LEXEMBED_GPU_POOLING=js)');
+    expect(onGpu.runtime.deviceReason).toContain('; mean pooling on the GPU');
+    expect(inJs.runtime.deviceReason).toContain('; pooling in JavaScript (LEXEMBED_GPU_POOLING=js)');
     await expectSameEmbeddings(onGpu, inJs, input(TEXTS), 0.9999);
   } finally {
     await Promise.all([onGpu.dispose(), inJs.dispose()]);

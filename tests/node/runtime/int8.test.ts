@@ -85,8 +85,8 @@ describe('the bundled hybrid\'s int8 graph on onnxruntime-node', () => {
   ];
 
   it('auto serves it on the CPU, and the device line says so with the card\'s figures', () => {
-    expect(auto.deviceReason).toMatch(/; dtype q8 \(auto: the int8 graph onnx\/model_quantized.onnx keeps quality: dev nDCG@10 0\.\d{3} vs fp32 0\.\d{3}, within 0\.005;/);
-    expect(fp32.deviceReason).toContain('dtype fp32 was requested');
+    expect(auto.runtime.deviceReason).toMatch(/; dtype q8 \(auto: the int8 graph onnx\/model_quantized.onnx keeps quality: dev nDCG@10 0\.\d{3} vs fp32 0\.\d{3}, within 0\.005;/);
+    expect(fp32.runtime.deviceReason).toContain('dtype fp32 was requested');
   });
 
   it('gives vectors within cosine 0.999 of the float32 graph, with the same token counts, and a fingerprint of its own', async () => {
@@ -114,7 +114,7 @@ describe('the bundled hybrid\'s int8 graph on onnxruntime-node', () => {
     writeFileSync(settingsPath, JSON.stringify({ ...settings, quantized: { ...settings.quantized, source_sha256: '0'.repeat(64) } }));
     const stale = await loadModelFolder(copy, { device: 'cpu', threads: 1 });
     try {
-      expect(stale.deviceReason).toMatch(/dtype fp32 \(auto: not q8 because onnx\/model_quantized.onnx was made from another onnx\/model.onnx \(lexembed.json "quantized" names sha256 000000000000…/);
+      expect(stale.runtime.deviceReason).toMatch(/dtype fp32 \(auto: not q8 because onnx\/model_quantized.onnx was made from another onnx\/model.onnx \(lexembed.json "quantized" names sha256 000000000000…/);
     } finally {
       await stale.dispose();
     }
@@ -127,7 +127,7 @@ describe('the bundled hybrid\'s int8 graph on onnxruntime-node', () => {
     await expect(loadModelFolder(copy, { device: 'cpu', gpuDtype: 'q8' })).rejects.toThrow(/--dtype q8: the model folder has no onnx\/model_quantized.onnx \(make it with: python3 model\/quantize_graph.py/);
     const fallback = await loadModelFolder(copy, { device: 'cpu', threads: 1 });
     try {
-      expect(fallback.deviceReason).toMatch(/dtype fp32 \(auto: not q8 because the model folder has no onnx\/model_quantized.onnx/);
+      expect(fallback.runtime.deviceReason).toMatch(/dtype fp32 \(auto: not q8 because the model folder has no onnx\/model_quantized.onnx/);
     } finally {
       await fallback.dispose();
     }

@@ -29,8 +29,8 @@ describe('inference lanes on the test model', () => {
   afterAll(async () => void (await Promise.all([one?.dispose(), two?.dispose()])));
 
   it('says how many lanes run, and with how many threads', () => {
-    expect(two.backendName).toBe('transformers.js (cpu, 2 inference lanes of 1 thread)');
-    expect(one.backendName).toBe('transformers.js (cpu, worker thread)');
+    expect(two.runtime.backendName).toBe('transformers.js (cpu, 2 inference lanes of 1 thread)');
+    expect(one.runtime.backendName).toBe('transformers.js (cpu, worker thread)');
   });
 
   it('gives every text the same vector, to the bit, as one lane does, under more concurrent batches than one lane holds', async () => {

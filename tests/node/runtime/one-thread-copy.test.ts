@@ -89,7 +89,7 @@ describe('the device line says when the copy is loaded', () => {
   ])('%j', async (options, name) => {
     const embedder = await loadModelFolder(TEST_MODEL_DIR, { device: 'cpu', ...options });
     loaded.push(embedder);
-    expect(embedder.backendName).toBe(name);
+    expect(embedder.runtime.backendName).toBe(name);
     const out = await embedder.embed({ texts: ['the lessee shall pay rent', 'notice of termination '.repeat(12)], task: null, overflowStrategy: null, dimensions: null });
     expect(out.ok).toBe(true);
   }, 60_000);
