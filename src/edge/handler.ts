@@ -5,10 +5,9 @@ import { createApp } from '../http/app.ts';
 import { createMemoryKeyStore } from '../auth/stores/memory.ts';
 import { createStoreAuthenticator } from '../auth/service.ts';
 import { AccountSchema, KeyRecordSchema } from '../auth/records.ts';
-import { createEmbedder } from '../embedder/embedder.ts';
+import { loadModel } from '../embedder/load.ts';
 import { ModelLoadFailure } from '../http/model-state.ts';
 import { fingerprintingFetch, graphFileOf } from '../embedder/fingerprint.ts';
-import { parseModelSettings } from '../embedder/settings.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { z } from 'zod';
 
@@ -135,10 +134,15 @@ async function loadWithFiles(wasmModule: WebAssembly.Module, fetchModelFile: (pa
   onnx.wasm.wasmPaths = undefined;
   onnx.wasm.wasmBinary = new ArrayBuffer(8); // a placeholder: the compiled module is used instead (below)
   useCompiledModuleForInstantiate(wasmModule);
-  const settings = parseModelSettings(await (await files.fetch('/models/model/lexembed.json')).json(), 'lexembed.json');
-  const backend = await createTransformersBackend({ modelId: 'model', localModelPath: '/models/', settings, device: 'wasm' });
-  settings.fingerprint = (await files.fingerprint(graphFileOf(settings.dtype), (file) => fetchModelFile(`/models/model/${file}`))) ?? undefined;
-  return createEmbedder(settings, backend);
+  return loadModel({
+    readSettings: async () => ({ value: await (await files.fetch('/models/model/lexembed.json')).json(), origin: 'lexembed.json' }),
+    folderName: null, // the binding or URL serves one folder whose name the isolate never sees
+    openBackend: async (settings) => ({
+      backend: await createTransformersBackend({ modelId: 'model', localModelPath: '/models/', settings, device: 'wasm' }),
+      graphFile: graphFileOf(settings.dtype),
+    }),
+    fingerprint: (graphFile) => files.fingerprint(graphFile, (file) => fetchModelFile(`/models/model/${file}`)),
+  });
 }
 
 /** Maps transformers.js file paths (/models/model/<file>) to the MODEL binding or MODEL_URL; `failures` collects what could not be fetched. */

@@ -4,9 +4,9 @@
 import { env } from '@huggingface/transformers';
 import { inProcessClient, type InProcessClient } from './in-process.ts';
 import { DEFAULT_SCHEDULER_LIMITS } from '../embedder/batch-defaults.ts';
-import { createEmbedder } from '../embedder/embedder.ts';
+import { loadModel } from '../embedder/load.ts';
 import { fingerprintingFetch, graphFileOf } from '../embedder/fingerprint.ts';
-import { int8Verdict, parseModelSettings, type ModelSettings } from '../embedder/settings.ts';
+import { int8Verdict, type ModelSettings } from '../embedder/settings.ts';
 import { createTransformersBackend } from '../backend/transformers-backend.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { messageOf } from '../util/message-of.ts';
@@ -115,9 +115,31 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
   const network = retryingFetch(uncachedFetch);
   const files = fingerprintingFetch(network);
   tf.fetch = files.fetch;
-  const settingsResponse = await tf.fetch(`${base}lexembed.json`);
-  if (!settingsResponse.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${settingsResponse.status}); serve the model folder at ${base}`);
-  const settings = parseModelSettings(await settingsResponse.json(), `${base}lexembed.json`);
+  let choice: (DeviceChoice & { dtype: string; graph: 'plain' | 'fused' }) | undefined;
+  const embedder = await loadModel(
+    {
+      async readSettings() {
+        const response = await tf.fetch(`${base}lexembed.json`);
+        if (!response.ok) throw new Error(`cannot load ${base}lexembed.json (HTTP ${response.status}); serve the model folder at ${base}`);
+        return { value: await response.json(), origin: `${base}lexembed.json` };
+      },
+      folderName: modelId,
+      async openBackend(settings) {
+        const opened = await openPageBackend(options, settings, { modelId, root });
+        choice = opened.choice;
+        return { backend: opened.backend, graphFile: graphFileOf(opened.choice.dtype, opened.choice.graph) };
+      },
+      // A file transformers.js took from its Cache API copy did not pass through fetch: read it there (or fetch it again).
+      fingerprint: (graphFile) => files.fingerprint(graphFile, async (file) => (await cachedFile(tf.cacheKey, `${base}${file}`)) ?? network(`${base}${file}`)),
+    },
+    { limits: options.maxBatchTokens ? { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : DEFAULT_SCHEDULER_LIMITS },
+  );
+  return { embedder, choice: choice!, loadMs: performance.now() - started };
+}
+
+/** The page's device, precision and graph for these settings, and the backend on them (auto falls back to what loads). */
+async function openPageBackend(options: LocalClientOptions, settings: ModelSettings, folder: { modelId: string; root: string }) {
+  const onnx = env.backends.onnx as { wasm?: { wasmPaths?: unknown } };
   const device = await chooseDevice(options.device ?? 'auto', options.allowFallbackAdapter);
   // The runtime's build, once the device is known (onnxruntime-web loads it with the first session).
   if (onnx.wasm) {
@@ -128,7 +150,7 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
   }
   const precision = chooseDtype(options.dtype ?? 'auto', device.device, settings);
   const open = (dtype: ModelSettings['dtype'], fused: boolean) =>
-    createTransformersBackend({ modelId, localModelPath: root, settings: { ...settings, dtype }, device: device.device, progress: options.onProgress, ...(fused ? { modelFileName: 'model_fused' } : {}) });
+    createTransformersBackend({ modelId: folder.modelId, localModelPath: folder.root, settings: { ...settings, dtype }, device: device.device, progress: options.onProgress, ...(fused ? { modelFileName: 'model_fused' } : {}) });
   let backend: Awaited<ReturnType<typeof open>>;
   let { dtype, reason } = precision;
   let graph = chooseGraph(options.graph ?? 'auto', device.device, dtype, settings);
@@ -145,12 +167,7 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
       graph = { graph: 'plain', reason: `exported graph (auto: the fused graph did not load: ${first})` };
     } else throw error;
   }
-  // A file transformers.js took from its Cache API copy did not pass through fetch: read it there (or fetch it again).
-  settings.fingerprint =
-    (await files.fingerprint(graphFileOf(dtype, graph.graph), async (file) => (await cachedFile(tf.cacheKey, `${base}${file}`)) ?? network(`${base}${file}`))) ?? undefined;
-  const choice = { device: device.device, dtype, graph: graph.graph, reason: `${device.reason}; ${reason}${graph.reason ? `; ${graph.reason}` : ''}` };
-  const limits = options.maxBatchTokens ? { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : DEFAULT_SCHEDULER_LIMITS;
-  return { embedder: createEmbedder(settings, backend, limits), choice, loadMs: performance.now() - started };
+  return { backend, choice: { device: device.device, dtype, graph: graph.graph, reason: `${device.reason}; ${reason}${graph.reason ? `; ${graph.reason}` : ''}` } };
 }
 
 export type LocalDtype = 'auto' | 'fp32' | 'q8';

@@ -4,10 +4,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEmbedder, type EmbedderHooks } from '../../embedder/embedder.ts';
+import type { EmbedderHooks } from '../../embedder/embedder.ts';
+import { loadModel } from '../../embedder/load.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
 import { formatFingerprint } from '../../embedder/fingerprint.ts';
-import { SETTINGS_FILE, parseModelSettings } from '../../embedder/settings.ts';
+import { SETTINGS_FILE, type ModelSettings } from '../../embedder/settings.ts';
 import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend, type PlannedBackend } from './worker-backend.ts';
 import { applyBatchRule, DEFAULT_SMALL_BATCH_TOKENS, type BatchSettings } from './batch-plan.ts';
@@ -99,7 +100,7 @@ export function checkModelFolder(dir: string): void {
   }
 }
 
-/** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json). */
+/** Loads `dir` (config.json, tokenizer.json, onnx/model.onnx, lexembed.json) through the one loader (embedder/load.ts). */
 export async function loadModelFolder(dir: string, options: LoadModelOptions = {}): Promise<Embedder> {
   const folder = resolve(dir);
   const settingsPath = join(folder, SETTINGS_FILE);
@@ -109,9 +110,22 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     if (json === 'tokenizer_config.json' && !existsSync(join(folder, json))) continue;
     readJsonFile(join(folder, json));
   }
-  const settings = parseModelSettings(readJsonFile(settingsPath), settingsPath);
-  if (options.modelName) settings.name = options.modelName;
-  settings.id ??= basename(resolve(folder));
+  if (options.inference === 'main' && (options.lanes ?? 1) > 1) {
+    throw new Error(`--lanes ${options.lanes} runs the model in ${options.lanes} worker threads; use --inference worker (the default) with it, or --lanes 1`);
+  }
+  return loadModel(
+    {
+      readSettings: async () => ({ value: readJsonFile(settingsPath), origin: settingsPath }),
+      folderName: basename(folder),
+      openBackend: (settings) => openFolderBackend(folder, settings, options),
+      fingerprint: async (graphFile) => folderFingerprint(folder, graphFile),
+    },
+    { modelName: options.modelName, hooks: options.hooks },
+  );
+}
+
+/** The backend the inference plan chooses (worker or main thread, fp16 checked), with its batch limits. */
+async function openFolderBackend(folder: string, settings: ModelSettings, options: LoadModelOptions) {
   const backendOptions = {
     modelId: basename(folder),
     localModelPath: dirname(folder) + '/',
@@ -130,18 +144,16 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
     poolInJs: process.env.LEXEMBED_GPU_POOLING === 'js',
     batch: options.batch ?? {},
   };
-  if (options.inference === 'main' && (options.lanes ?? 1) > 1) {
-    throw new Error(`--lanes ${options.lanes} runs the model in ${options.lanes} worker threads; use --inference worker (the default) with it, or --lanes 1`);
-  }
   const open = (asked: InferenceRequest) =>
     options.inference === 'main' ? createMainThreadBackend(backendOptions, asked, folder) : createWorkerBackend({ ...backendOptions, request: asked, lanes: options.lanes, oneBatchAtATime: options.oneBatchAtATime });
-  let backend = await checkedFp16(await open(request), request, backendOptions, open);
-  // The graph the plan chose (fp32, the fp16 or the int8 sibling) is what makes the vectors.
-  settings.fingerprint = modelFingerprint(folder, backend.plan.dtype, backend.plan.graph);
+  const backend = await checkedFp16(await open(request), request, backendOptions, open);
   try {
     const batch = await applyBatchRule(backend.plan.batch, options.limits ?? DEFAULT_SCHEDULER_LIMITS, backend);
-    if (batch.reason) backend = { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` };
-    return createEmbedder(settings, backend, batch.limits, options.hooks);
+    return {
+      backend: batch.reason ? { ...backend, deviceReason: `${backend.deviceReason}; ${batch.reason}` } : backend,
+      graphFile: graphFileOf(backend.plan.dtype, backend.plan.graph),
+      limits: batch.limits,
+    };
   } catch (error) {
     await backend.dispose();
     throw error;
@@ -207,7 +219,12 @@ function readJsonFile(path: string): unknown {
  * @example modelFingerprint('models/legal-2-embedder') // 'sha256:3f9a0c…' (16 hex digits)
  */
 export function modelFingerprint(folder: string, dtype = 'fp32', graph: 'plain' | 'fused' = 'plain'): string {
+  return folderFingerprint(folder, graphFileOf(dtype, graph));
+}
+
+/** The fingerprint (embedder/fingerprint.ts) of a folder's files on disk. */
+function folderFingerprint(folder: string, graphFile: string): string {
   const hash = createHash('sha256');
-  for (const file of [graphFileOf(dtype, graph), 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
+  for (const file of [graphFile, 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
   return formatFingerprint(hash.digest());
 }
