@@ -10,14 +10,16 @@
 // cores). Raw and server alternate for --rounds rounds per length and the figures sum them (on a
 // shared machine raw alone moved by a quarter from one minute to the next); each round's
 // efficiency is printed beside. Compare figures only within a run. Several server
-// configurations (--serve-args "--lanes 1|--lanes 2") run side by side in the same rounds.
+// configurations (--serve-args "--lanes 1|--lanes 2") run side by side in the same rounds; one
+// that starts with @<dir> is served by that checkout's CLI ("--serve-args=|@../main-before": this
+// tree against another, e.g. a worktree of main before a refactor).
 // --raw-graphs: raw onnxruntime on several graph files of the folder's onnx/ in the same rounds
 // (default model.onnx, and model_quantized.onnx where the folder has it: the int8 graph of
 // model/quantize_graph.py), each with its texts/s, CPU-ms per text and speed-up over the first;
 // efficiency is always against the first (the float32 graph). Typical comparison of today's
 // default with int8: --raw-graphs model.onnx,model_quantized.onnx "--serve-args=--dtype fp32|--dtype auto".
 // --profile: instead, where each server configuration's CPU goes per length (profile-summary.ts).
-// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] [--raw-graphs a.onnx,b.onnx] ["--serve-args=…|…"] [--profile]
+// Usage: npm run bench:cpu -- [--model <dir>] [--seconds 5] [--rounds 3] [--lengths 16,128,512] [--threads 2] [--raw-graphs a.onnx,b.onnx] ["--serve-args=…|@<checkout> …"] [--profile]
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -144,9 +146,14 @@ function child(role: string, extra: string[], onLine: (line: string) => void = (
 }
 
 async function startServer(args: string, profileDir?: string): Promise<{ pid: number; url: string; stop: () => Promise<void> }> {
-  const extra = args.split(' ').filter(Boolean);
+  const words = args.split(' ').filter(Boolean);
+  // "@<checkout> args": served by another checkout's CLI (e.g. a worktree of main before a change), in the same rounds.
+  const other = words[0]?.startsWith('@') ? words.shift()!.slice(1) : null;
+  const cli = other ? join(resolve(other), 'bin', 'lexembed.js') : CLI;
+  if (!existsSync(cli)) throw new Error(`--serve-args: ${cli} does not exist (name a checkout with "@<dir>")`);
+  const extra = words;
   const server = await startServerProcess(
-    [...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), CLI, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra],
+    [...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), cli, 'serve', '--no-auth', '--port', '0', '--model', modelDir, '--threads', String(threads), ...extra],
     /listening on (http:\/\/[^\s)"]+)/,
     /model .* loaded/,
   );
