@@ -41,6 +41,18 @@ describe('proxy deployment', () => {
     expect((await call(proxy, data)).status).toBe(200);
   });
 
+  it('dispatches to any route row, as its direct call answers: a probe, a page, the OpenAI model list', async () => {
+    for (const path of ['/health', '/openapi.json', '/openai/v1/models']) {
+      const direct = await proxy.request(path);
+      const invoked = await invoke(proxy, { path, method: 'GET' });
+      await same(invoked, direct);
+    }
+    const embedded = await invoke(proxy, { path: '/v1/embeddings', data: { model: 'legal-2-embedder', texts: 'a' } });
+    const direct = await call(proxy, { model: 'legal-2-embedder', texts: 'a' });
+    expect(embedded.headers.get('x-lexembed-model-id')).toBe(direct.headers.get('x-lexembed-model-id'));
+    expect(embedded.headers.get('x-request-id')).toMatch(/\S/);
+  });
+
   it('drops hop-by-hop headers', async () => {
     const res = await invoke(proxy, { path: '/v1/embeddings', headers: { connection: 'close', 'transfer-encoding': 'chunked', 'x-request-id': 'r1' }, data: { model: 'legal-2-embedder', texts: 'a' } });
     expect(res.status).toBe(200);
