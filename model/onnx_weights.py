@@ -195,14 +195,19 @@ def check(folder, model):
     tok = load_tokenizer(folder)
     texts = ["What must an organisation make public about its Data Protection Officer?",
              "The lessee shall pay the rent on the first day of each month.", "Limitation period"]
-    session = ort.InferenceSession(os.path.join(folder, "onnx", "model.onnx"), providers=["CPUExecutionProvider"])
+    path = os.path.join(folder, "onnx", "model.onnx")
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     hidden = model.config["hidden_size"]
+    # A v4 folder ends in the Matryoshka rotation (model/matryoshka.py): · Mᵀ undoes it, so the
+    # transformer's components are the first `hidden` again.
+    rotation = [numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer if t.name == "matryoshka.rotation"]
     for text in texts:
         ids = np.array([tok.encode(text)], dtype=np.int64)
         mask = np.ones_like(ids)
         feed = {i.name: (ids if i.name == "input_ids" else mask if i.name == "attention_mask" else np.zeros_like(ids))
                 for i in session.get_inputs()}
-        served = session.run(["last_hidden_state"], feed)[0].mean(1)[0, :hidden]
+        served = session.run(["last_hidden_state"], feed)[0].mean(1)[0]
+        served = (served @ rotation[0].T if rotation else served)[:hidden]
         with torch.no_grad():
             mine = mean_pool(model(torch.from_numpy(ids), torch.from_numpy(mask)), torch.from_numpy(mask))[0].numpy()
         cos = float(served @ mine / np.linalg.norm(served) / np.linalg.norm(mine))
