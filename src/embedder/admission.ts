@@ -44,9 +44,6 @@ export interface Lease {
   headers(): Record<string, string>;
 }
 
-/** A lease with no gates: what a caller outside HTTP (the CLI, the in-process client) runs under. */
-export const OPEN_LEASE: Lease = { room: null, commit: async () => null, settle: async () => {}, headers: () => ({}) };
-
 /**
  * Opens a request's lease: the meter's admission first (a 429 costs no queue room), then room
  * for `tokens` (a 503 gives the meter's place back). `tokens` null takes no room: the embedder
