@@ -5,7 +5,8 @@ import { chunkText, tokenOffsets, wordTokenCounter } from './chunk.ts';
 import { estimateTokens, pauser } from './pacing.ts';
 import { createRerank, type EmbedderCore } from './rerank-run.ts';
 import { encodeInSlices, slicesOf } from './slices.ts';
-import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type Reservation, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
+import type { Reservation } from './admission.ts';
+import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
 import { sparseTableOf, sparseVector, type SparseTable } from './sparse.ts';
 import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, SparseInput, SparseOutput } from './types.ts';
@@ -73,6 +74,14 @@ export function createEmbedder(
 function createCore(settings: ModelSettings, backend: EmbeddingBackend, scheduler: BatchScheduler): EmbedderCore {
   // Tokens of a prompt alone ([CLS] prompt [SEP]): a text adding none has nothing the model can read.
   const promptTokens = new Map<string, number>();
+  const reserve = (tokens: number): Result<Reservation> => {
+    try {
+      return { ok: true, value: scheduler.reserve(tokens) };
+    } catch (error) {
+      if (error instanceof QueueFullError) return { ok: false, problem: atCapacity(error) };
+      throw error;
+    }
+  };
   return {
     settings,
     backend,
@@ -80,14 +89,7 @@ function createCore(settings: ModelSettings, backend: EmbeddingBackend, schedule
     tokensOfPrompt: (prompt) => promptTokens.get(prompt) ?? promptTokens.set(prompt, backend.encode(prompt).length).get(prompt)!,
     unreadable: (field) =>
       problem('validation', `${field} has no characters the model can read (only ones its tokenizer drops, such as zero-width or control characters); send text with words`),
-    reserve(tokens) {
-      try {
-        return { ok: true, value: scheduler.reserve(tokens) };
-      } catch (error) {
-        if (error instanceof QueueFullError) return { ok: false, problem: atCapacity(error) };
-        throw error;
-      }
-    },
+    reserve,
     /**
      * Runs `work` holding the lease's room in the queue, or room for the request's `estimate` of
      * tokens while it is tokenised (a 503 at once when there is none); the room is given back when
@@ -96,7 +98,7 @@ function createCore(settings: ModelSettings, backend: EmbeddingBackend, schedule
     async admitted(lease, estimate, work) {
       let room = lease?.room ?? null;
       if (!room) {
-        const reserved = this.reserve(estimate());
+        const reserved = reserve(estimate());
         if (!reserved.ok) return reserved;
         room = reserved.value;
       }

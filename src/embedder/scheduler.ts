@@ -8,8 +8,6 @@ import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './batch-defaults
 import type { Reservation } from './admission.ts';
 import type { EmbeddingBackend, SchedulerStats } from './types.ts';
 
-export type { Reservation } from './admission.ts';
-
 export { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits };
 export type { SchedulerStats } from './types.ts';
 

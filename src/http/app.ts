@@ -9,7 +9,7 @@ import { createInvocationsHandler } from './invocations.ts';
 import { createModelState } from './model-state.ts';
 import type { AppMetrics, RequestLogRecord } from './observe.ts';
 import { buildOpenApiDocument } from './openapi.ts';
-import { COMMON_HEADERS, dispatcher, FINGERPRINT_HEADER, MODEL_ID_HEADER, registerFallbacks, registerRoutes, requestOf, trackRequests, type Pipeline } from './pipeline.ts';
+import { allowedMethods, COMMON_HEADERS, dispatcher, FINGERPRINT_HEADER, MODEL_ID_HEADER, registerFallbacks, registerRoutes, requestOf, trackRequests, type Pipeline } from './pipeline.ts';
 import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
 import type { Env } from './request-state.ts';
@@ -19,7 +19,8 @@ import type { Authenticate } from '../auth/records.ts';
 import type { Meter } from '../usage/meter.ts';
 
 export type { Authenticate, Resource } from '../auth/records.ts';
-export type { AppMetrics, Env, RequestLogRecord } from './observe.ts';
+export type { AppMetrics, RequestLogRecord } from './observe.ts';
+export type { Env } from './request-state.ts';
 export { RAW_TARGET } from './raw-target.ts';
 export { FINGERPRINT_HEADER, MODEL_ID_HEADER } from './pipeline.ts';
 
@@ -72,10 +73,6 @@ export function createApp(options: AppOptions): Hono<Env> {
   // The OpenAI-compatible routes answer in OpenAI's error shape, everything else with problem details.
   const fail = (request: Request, p: Problem) =>
     new URL(request.url).pathname.startsWith(`${OPENAI_PREFIX}/`) ? openAIErrorResponse(p) : problemResponse(p, docsUrlOf(request));
-  const app = new Hono<Env>();
-  let allowed = new Map<string, string[]>();
-  installMiddleware(app, options, fail, (path) => allowed.has(path));
-
   // Proxy deployments need no key, and one that is passed is ignored (spec 4.3 rule 2).
   const authenticate: Authenticate = proxyMode ? () => null : (options.authenticate ?? (() => null));
   const pipeline: Pipeline = { authenticate, usage: proxyMode ? undefined : options.usage, state, maxBodyBytes, fail };
@@ -85,8 +82,11 @@ export function createApp(options: AppOptions): Hono<Env> {
     ...(proxyMode ? proxyRoutes(state, createInvocationsHandler({ dispatch: (request, s) => dispatch(request, s), maxBodyBytes, fail })) : []),
     ...documentRoutes(() => (openApiDoc ??= buildDocument()), options.metrics),
   ];
-  const dispatch = dispatcher(table, () => allowed, pipeline);
-  allowed = registerRoutes(app, table, pipeline);
+  const allowed = allowedMethods(table);
+  const dispatch = dispatcher(table, allowed, pipeline);
+  const app = new Hono<Env>();
+  installMiddleware(app, options, fail, (path) => allowed.has(path));
+  registerRoutes(app, table, pipeline);
   registerFallbacks(app, allowed, fail, options.onUnexpectedError);
 
   // /openapi.json from the same rows (a route the loaded model cannot serve is documented as

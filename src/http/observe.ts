@@ -2,8 +2,6 @@
 // one metrics observation when the answer is ready, from the request's state.
 import type { RequestState } from './request-state.ts';
 
-export type { Env } from './request-state.ts';
-
 export interface RequestLogRecord {
   readonly msg: 'request';
   readonly request_id: string;

@@ -68,27 +68,29 @@ export function trackRequests(options: ObserveOptions & { isRoute: (path: string
   };
 }
 
-/** Registers every row; returns the methods served per path (for 405s and the request log). */
-export function registerRoutes(app: Hono<Env>, table: readonly Route[], pipeline: Pipeline): Map<string, string[]> {
+/** The methods the table serves per path (for 405s and the request log). */
+export function allowedMethods(table: readonly Route[]): ReadonlyMap<string, string[]> {
   const allowed = new Map<string, string[]>();
-  for (const route of table) {
-    allowed.set(route.path, [...(allowed.get(route.path) ?? []), route.method]);
-    app.on(route.method, route.path, (c) => serve(route, c.req.raw, requestOf(c), pipeline));
-  }
+  for (const route of table) allowed.set(route.path, [...(allowed.get(route.path) ?? []), route.method]);
   return allowed;
 }
 
+/** Registers every row as a Hono route served through the stages. */
+export function registerRoutes(app: Hono<Env>, table: readonly Route[], pipeline: Pipeline): void {
+  for (const route of table) app.on(route.method, route.path, (c) => serve(route, c.req.raw, requestOf(c), pipeline));
+}
+
 /** Serves a request with the row its method and path name, or the 404/405 problem (what /invocations dispatches through). */
-export function dispatcher(table: readonly Route[], allowed: () => ReadonlyMap<string, string[]>, pipeline: Pipeline) {
+export function dispatcher(table: readonly Route[], allowed: ReadonlyMap<string, string[]>, pipeline: Pipeline) {
   return (request: Request, state: RequestState): Promise<Response> | Response => {
     const path = new URL(request.url).pathname;
     const route = table.find((r) => r.method === request.method && r.path === path);
-    return route ? serve(route, request, state, pipeline) : pipeline.fail(request, unrouted(request.method, path, allowed()));
+    return route ? serve(route, request, state, pipeline) : pipeline.fail(request, unrouted(request.method, path, allowed));
   };
 }
 
 /** 405 with Allow for a known path, 404 otherwise. */
-export function unrouted(method: string, path: string, allowed: ReadonlyMap<string, string[]>): Problem {
+function unrouted(method: string, path: string, allowed: ReadonlyMap<string, string[]>): Problem {
   const methods = allowed.get(path);
   if (methods) return problem('methodNotAllowed', `${method} is not allowed on ${path}; use ${methods.join(' or ')}`, { allow: methods.join(', ') });
   return problem('notFound', `no route at ${path.slice(0, 200)}; the embeddings endpoint is POST /v1/embeddings`);

@@ -47,9 +47,11 @@ describe('proxy deployment', () => {
       const invoked = await invoke(proxy, { path, method: 'GET' });
       await same(invoked, direct);
     }
-    const embedded = await invoke(proxy, { path: '/v1/embeddings', data: { model: 'legal-2-embedder', texts: 'a' } });
-    const direct = await call(proxy, { model: 'legal-2-embedder', texts: 'a' });
-    expect(embedded.headers.get('x-lexembed-model-id')).toBe(direct.headers.get('x-lexembed-model-id'));
+    // An operation's answer carries the model identity through the proxy as it does directly.
+    const named = createApp({ embedder: createEmbedder(fakeSettings({ id: 'fake-v1' }), createFakeBackend()), deployment: 'proxy' });
+    const embedded = await invoke(named, { path: '/v1/embeddings', data: { model: 'legal-2-embedder', texts: 'a' } });
+    const direct = await call(named, { model: 'legal-2-embedder', texts: 'a' });
+    expect([embedded.headers.get('x-lexembed-model-id'), direct.headers.get('x-lexembed-model-id')]).toEqual(['fake-v1', 'fake-v1']);
     expect(embedded.headers.get('x-request-id')).toMatch(/\S/);
   });
 
