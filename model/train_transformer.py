@@ -167,7 +167,7 @@ def parse_args():
     p.add_argument("--bf16", action="store_true", help="bf16 autocast on a CPU too (CUDA always uses it)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     p.add_argument("--checkpoint-every", type=float, default=300,
-                   help="contrastive: seconds between resumable checkpoints (<out>/resume.pt); a rerun of the same "
+                   help="contrastive, with --ct-steps: seconds between resumable checkpoints (<out>/resume.pt); a rerun of the same "
                         "command resumes from it")
     p.add_argument("--stop-after", type=float, default=0,
                    help="contrastive: stop (resumably) after this many seconds of this process, e.g. before a session ends")
@@ -195,6 +195,14 @@ def parse_args():
     p.add_argument("--temperature", type=float, default=0.05)
     p.add_argument("--matryoshka", default="32,64,128,256")
     p.add_argument("--report-dims", default="64,128", help="Matryoshka prefixes to report after training")
+    p.add_argument("--hybrid-parts", help="model/hybrid_parts.py's .npz: the served hybrid's static and lexical parts, for --hybrid-loss")
+    p.add_argument("--hybrid-loss", type=float, default=0.0,
+                   help="share of the loss taken on the hybrid's score (the transformer beside the fixed static and lexical "
+                        "parts, each text's served shares), so the transformer learns what those parts miss; 0: off, 1: only it")
+    p.add_argument("--hybrid-temperature", type=float, default=0.01,
+                   help="temperature of the hybrid's InfoNCE (its transformer term carries a share of ~0.2)")
+    p.add_argument("--snapshots", type=int, default=0,
+                   help="write N fp16 checkpoints (snapshot-K.pt) evenly over the contrastive phase, the last at its end")
     p.add_argument("--seed", type=int, default=20261122)
     p.add_argument("--half-checkpoint", action="store_true", help="also write checkpoint-fp16.pt")
     p.add_argument("--smoke", action="store_true", help="tiny data subset, to check the pipeline on a CPU")
@@ -203,6 +211,10 @@ def parse_args():
     if args.hidden not in args.matryoshka:
         args.matryoshka.append(args.hidden)
     args.report_dims = [int(d) for d in args.report_dims.split(",") if d]
+    if args.hybrid_loss and not args.hybrid_parts:
+        p.error("--hybrid-loss needs --hybrid-parts (model/hybrid_parts.py --out)")
+    if not 0 <= args.hybrid_loss <= 1:
+        p.error(f"--hybrid-loss is a share between 0 and 1, got {args.hybrid_loss}")
     return args
 
 
@@ -365,6 +377,11 @@ def tune(model, rows, train, tok, args, device, log):
     if prefix:
         log(f"contrastive: every query starts [CLS] {args.query_prefix} (id {prefix[0]})")
     augment = args.question_templates > 0 or args.question_crops > 0
+    fixed = None
+    if args.hybrid_loss:
+        from hybrid_parts import FixedParts
+        fixed = FixedParts(args.hybrid_parts, device)
+        log(f"contrastive: {args.hybrid_loss:.2f} of the loss on the hybrid's score ({args.hybrid_parts}, temperature {args.hybrid_temperature})")
     by_source = collections.defaultdict(list)
     for i, g in enumerate(train):
         by_source[rows[g][0]].append(i)
@@ -398,6 +415,7 @@ def tune(model, rows, train, tok, args, device, log):
                 mask = (ids != PAD).long()
                 q = mean_pool(model(ids, mask), mask).float()
             else:
+                ids = q_ids[b, :int(q_len[b].max())].long()
                 q = encode(q_ids, q_len, b).float()
             t = encode(t_ids, t_len, cols).float()
         positive = torch.arange(len(batch), device=device)
@@ -413,6 +431,13 @@ def tune(model, rows, train, tok, args, device, log):
             back = (tn[:len(batch)] @ qn.T / args.temperature).masked_fill(back_mask, -1e4)
             loss = loss + F.cross_entropy(logits, positive) + F.cross_entropy(back, positive)
         loss = loss / (2 * len(args.matryoshka))
+        if fixed is not None:
+            q_parts = fixed.encode(ids)
+            t_parts = fixed.encode(t_ids[cols, :int(t_len[cols].max())])
+            h = fixed.score(F.normalize(q, dim=-1), F.normalize(t, dim=-1), q_parts, t_parts) / args.hybrid_temperature
+            hybrid = (F.cross_entropy(h.masked_fill(false_neg, -1e4), positive)
+                      + F.cross_entropy(h[:, :len(batch)].T.masked_fill(back_mask, -1e4), positive)) / 2
+            loss = (1 - args.hybrid_loss) * loss + args.hybrid_loss * hybrid
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -442,16 +467,33 @@ def tune(model, rows, train, tok, args, device, log):
         maker.rng.setstate(state["maker_rng"])
         torch.set_rng_state(state["torch_rng"])
         log(f"contrastive: resumed at step {start} of {args.ct_steps} from {resume}")
-    elif args.ct_seconds and not args.ct_steps and (args.checkpoint_every or args.stop_after):
-        raise SystemExit("resumable checkpoints need a step-based schedule: give --ct-steps")
+    elif args.ct_seconds and not args.ct_steps and args.stop_after:
+        raise SystemExit("--stop-after needs a step-based schedule (to resume it): give --ct-steps")
+    snapshots = [k / args.snapshots for k in range(1, args.snapshots)]  # the last: after the loop
+
+    def snapshot(done, progress):
+        while snapshots and progress >= snapshots[0]:
+            k = args.snapshots - len(snapshots)
+            snapshots.pop(0)
+            write_half(model, os.path.join(args.out, f"snapshot-{k}.pt"), {"step": done, "progress": round(progress, 3)})
+            log(f"contrastive: snapshot {k} of {args.snapshots} at step {done}")
     result = run_schedule(args.ct_steps, args.ct_seconds, step, args.ct_lr, device, log, "contrastive",
                           start=start, checkpoint_every=args.checkpoint_every if args.ct_steps else 0,
-                          save=save_state, stop_after=args.stop_after)
+                          save=save_state, stop_after=args.stop_after, on_step=snapshot if args.snapshots else None)
+    if args.snapshots and not result.get("stopped_for_time"):
+        write_half(model, os.path.join(args.out, f"snapshot-{args.snapshots}.pt"), {"step": result["steps_done"], "progress": 1.0})
     if not result.get("stopped_for_time") and args.ct_steps:
         save_state(result["steps_done"])
     epoch = sum(epoch_counts({s: len(m) for s, m in by_source.items()}, args.sampling, args.cap).values())
     result["epochs"] = round(result["steps_done"] * args.ct_batch / epoch, 2)
     return result
+
+
+def write_half(model, path, extra):
+    """An fp16 checkpoint (config + state dict), small enough to carry back from a GPU machine."""
+    torch.save({"config": model.config, "state_dict": {k: v.detach().half().cpu() for k, v in model.state_dict().items()}, **extra},
+               path + ".tmp")
+    os.replace(path + ".tmp", path)
 
 
 def query_prefix(wordpiece, piece):
@@ -482,7 +524,7 @@ def pad_table(seqs):
     return table, torch.tensor([len(s) for s in seqs])
 
 
-def run_schedule(steps, seconds, step, peak_lr, device, log, name, start=0, checkpoint_every=0, save=None, stop_after=0):
+def run_schedule(steps, seconds, step, peak_lr, device, log, name, start=0, checkpoint_every=0, save=None, stop_after=0, on_step=None):
     """Linear warm-up (first 6 %) and linear decay to zero, over `steps` steps or, when steps is
     0, over `seconds` of wall-clock time (progress = elapsed / seconds; the steps that fitted are
     returned, so a rerun can fix them with --mlm-steps/--ct-steps). A step schedule can start at
@@ -495,6 +537,8 @@ def run_schedule(steps, seconds, step, peak_lr, device, log, name, start=0, chec
         progress = done / steps if steps else (time.time() - begin) / seconds
         if progress >= 1:
             break
+        if on_step:
+            on_step(done, progress)
         now = time.time()
         if save and stop_after and now - begin >= stop_after:
             save(done)

@@ -1,0 +1,142 @@
+"""The fixed parts of a served hybrid (the static table and the lexical part v2) in torch, so the
+transformer can be trained on — and scored by — the hybrid's own score (train_transformer.py
+--hybrid-parts, model/dev_probe.py):
+
+    score(q, d) = Σ_k sqrt(w_k(q) · w_k(d)) · cos_k(q, d)      k ∈ {transformer, static, lexical}
+
+with each text's shares w(text) by its length (add_lexical.Shares) — the dot product of two served
+vectors, whose Matryoshka rotation is orthogonal and leaves it unchanged.
+
+    python3 model/hybrid_parts.py --model models/legal-2-embedder --out parts.npz [--check]
+
+writes the tables (the graph's own initialisers) to one .npz a GPU machine can carry; --check
+compares the torch parts with the served vectors' parts (evaluate_dev.py's cache of the folder) on
+a sample of dev texts.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def export(folder, out):
+    """The folder's static table (int8 + row scale), lexical tables and shares, to `out`."""
+    import onnx
+    from onnx import numpy_helper
+    from add_lexical import B, K1, read_tables
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
+            if t.name in ("static.weight_int8", "static.weight_row_scale")}
+    bucket, weight, avg_len, _ = read_tables(folder)
+    with open(os.path.join(folder, "training.json")) as f:
+        shares = json.load(f)["hybrid"]["shares"]
+    np.savez(out, static_int8=init["static.weight_int8"], static_scale=init["static.weight_row_scale"].astype(np.float32),
+             bucket=bucket.astype(np.int64), weight=weight.astype(np.float32), avg_len=np.float32(avg_len),
+             k1=np.float32(K1), b=np.float32(B), long=np.array(shares["long"], np.float32),
+             short=np.array(shares["short"], np.float32), lengths=np.array(shares["lengths"], np.float32))
+
+
+class FixedParts:
+    """The static and lexical parts of a batch of padded ids (0 = padding), as unit rows, and the
+    texts' shares; everything without gradients."""
+
+    def __init__(self, path, device):
+        t = np.load(path)
+        self.static = torch.from_numpy(t["static_int8"].astype(np.float32) * t["static_scale"]).to(device)
+        self.bucket = torch.from_numpy(t["bucket"]).to(device)
+        self.weight = torch.from_numpy(t["weight"]).to(device)
+        self.buckets = int(t["bucket"].max()) + 1
+        self.avg_len, self.k1, self.b = float(t["avg_len"]), float(t["k1"]), float(t["b"])
+        self.long, self.short = torch.from_numpy(t["long"]).to(device), torch.from_numpy(t["short"]).to(device)
+        self.lengths = [float(x) for x in t["lengths"]]
+
+    @torch.no_grad()
+    def encode(self, ids):
+        """(static unit rows, lexical unit rows, shares rows) of padded ids (B, L)."""
+        ids = ids.long()
+        mask = (ids != 0).float()
+        static = F.normalize((self.static[ids] * mask[..., None]).sum(1), dim=-1)
+        w = self.weight[ids] * mask
+        counted = (w != 0).float()
+        length = counted.sum(1)
+        # term frequency per position: how often the position's piece occurs in its row
+        same = (ids[:, :, None] == ids[:, None, :]) & (counted[:, :, None] > 0)
+        tf = same.float().sum(2)
+        sat = tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * length[:, None] / self.avg_len))
+        # each distinct piece once: its first position carries it
+        earlier = torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool, device=ids.device).tril(-1)
+        first = (counted > 0) & ~(same & earlier).any(2)
+        value = torch.where(first, w * sat, torch.zeros_like(w))
+        lexical = torch.zeros((ids.shape[0], self.buckets), device=ids.device).scatter_add_(1, self.bucket[ids], value)
+        lexical = F.normalize(lexical, dim=-1)
+        t = ((length - self.lengths[0]) / (self.lengths[1] - self.lengths[0])).clamp(0, 1)[:, None]
+        shares = (1 - t) * self.short + t * self.long
+        return static, lexical, shares
+
+    @staticmethod
+    def score(transformer_q, transformer_d, q_parts, d_parts):
+        """The hybrid's score matrix (Bq, Bd) from unit transformer rows and encode()'s parts."""
+        (sq, lq, wq), (sd, ld, wd) = q_parts, d_parts
+        coef = lambda k: torch.sqrt(wq[:, k:k + 1] * wd[:, k][None, :])
+        return coef(0) * (transformer_q @ transformer_d.T) + coef(1) * (sq @ sd.T) + coef(2) * (lq @ ld.T)
+
+
+def check(folder, parts_path, samples=300):
+    """The torch parts against the served vectors' parts (evaluate_dev.py's cached dev vectors)."""
+    from evaluate import load_tokenizer, served_prompts
+    from evaluate_dev import CACHE, DEFAULT_DEV, load_scorer, model_key, parts
+    from legal_data import encode_capped
+    scorer = load_scorer()
+    key = model_key(folder)
+    with open(os.path.join(folder, "lexembed.json")) as f:
+        max_tokens = json.load(f)["max_input_tokens"]
+    tok = load_tokenizer(folder)
+    prompts = served_prompts(folder)
+    fixed = FixedParts(parts_path, "cpu")
+    worst = {}
+    for task in ("obliqa-adgm", "oyez-scotus", "pdpa-singapore"):
+        corpus, queries, _ = scorer.load_task(os.path.join(DEFAULT_DEV, task))
+        for kind, texts, prompt in (("corpus", [d["text"] for d in corpus], prompts["retrieval/document"]),
+                                    ("queries", [q["text"] for q in queries], prompts["retrieval/query"])):
+            suffix = kind if kind == "corpus" or not prompt else None
+            path = os.path.join(CACHE, f"{key}.{task}.{suffix}.npy")
+            if suffix is None or not os.path.exists(path):
+                print(f"no cached vectors at {path}: run evaluate_dev.py --model {folder} first")
+                continue
+            served = parts(folder, np.load(path)[:samples])
+            ids = [encode_capped(tok, prompt + t, max_tokens) for t in texts[:samples]]
+            width = max(len(i) for i in ids)
+            x = torch.zeros((len(ids), width), dtype=torch.long)
+            for r, i in enumerate(ids):
+                x[r, :len(i)] = torch.tensor(i)
+            s, l, _ = fixed.encode(x)
+            for name, mine, theirs in (("static", s, served[1]), ("lexical", l, served[2])):
+                cos = (mine.numpy() * theirs).sum(1)
+                worst[f"{task} {kind} {name}"] = float(cos.min())
+    for k, v in worst.items():
+        print(f"{k:<40} min cosine {v:.6f}")
+    return min(worst.values()) if worst else 0.0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="a served hybrid folder with the lexical part v2")
+    p.add_argument("--out", required=True, help="the .npz to write")
+    p.add_argument("--check", action="store_true", help="compare with the served parts on dev texts")
+    args = p.parse_args()
+    export(args.model, args.out)
+    print(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB)")
+    if args.check:
+        worst = check(args.model, args.out)
+        if worst < 0.999:
+            raise SystemExit(f"the torch parts differ from the served ones (min cosine {worst:.6f})")
+
+
+if __name__ == "__main__":
+    main()
