@@ -105,7 +105,7 @@ def ndcg10(scores, rel):
     return total / len(rel)
 
 
-def score(dev_path, parts_path, checkpoints, device, log=print, only=TASKS):
+def score(dev_path, parts_path, checkpoints, device, log=print, only=TASKS, json_path=None):
     from hybrid_parts import FixedParts
     data = np.load(dev_path)
     fixed = FixedParts(parts_path, device)
@@ -127,6 +127,9 @@ def score(dev_path, parts_path, checkpoints, device, log=print, only=TASKS):
             + f"), transformer {row['mean']['transformer']:.4f} (" + " / ".join(f"{row[t]['transformer']:.3f}" for t in only)
             + f") [{time.time() - t0:.0f} s]")
         del model
+        if json_path:  # after each checkpoint, so a run stopped for time keeps what it scored
+            with open(json_path, "w") as f:
+                json.dump(results, f, indent=2)
     return results
 
 
@@ -153,10 +156,7 @@ def main():
     unknown = set(only) - set(TASKS)
     if unknown:
         p.error(f"unknown tasks {sorted(unknown)}; the dev set's are {', '.join(TASKS)}")
-    results = score(args.dev, args.parts, args.checkpoints, device, only=only)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    score(args.dev, args.parts, args.checkpoints, device, only=only, json_path=args.json)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,14 @@
 #              --negatives model/work/negatives.npz --out .gpu
 #   there: CARRY=.gpu bash model/gpu_v4.sh      (results to $OUT, else model/work/gpu-v4)
 #
+# LIMIT is the call's own limit in seconds (the probe stops in time to return what it scored);
 # CT_SECONDS sets each run's contrastive time (the four share the GPU); RUNS picks runs; a CPU smoke
 # test: CT_SECONDS=20 CT_BATCH=8 RUNS="plain hyb" PROBE_ARGS="--tasks pdpa-singapore" PYTHON=<torch python>.
 set -uo pipefail
 CARRY=$(realpath "${CARRY:-.gpu}")
 RESULTS=$(mkdir -p "${OUT:-model/work/gpu-v4}" && realpath "${OUT:-model/work/gpu-v4}")
 CT_SECONDS=${CT_SECONDS:-300}
+LIMIT=${LIMIT:-540}
 RUNS=${RUNS:-plain hyb hybonly hybq}
 WORK=${WORK:-/tmp/lexembed-v4}
 PY=${PYTHON:-python3}
@@ -34,7 +36,7 @@ common=(--data "$WORK/carry/data" --tokenizer "$CARRY/tokenizer.json" --negative
 hybrid=(--hybrid-parts "$CARRY/parts.npz")
 train() {
   local name=$1; shift
-  timeout $((CT_SECONDS + 150)) $PY train_transformer.py "${common[@]}" --out "$WORK/$name" "$@" > "$WORK/$name.log" 2>&1
+  timeout $((CT_SECONDS + 120)) $PY train_transformer.py "${common[@]}" --out "$WORK/$name" "$@" > "$WORK/$name.log" 2>&1
   echo "$name exited $?" | tee -a "$RESULTS/gpu.txt"
 }
 for run in $RUNS; do
@@ -52,8 +54,10 @@ nvidia-smi --query-gpu=memory.used --format=csv,noheader >> "$RESULTS/gpu.txt"
 for run in $RUNS; do echo "=== $run"; cat "$WORK/$run.log"; done > "$RESULTS/train.log"
 grep -hE "steps in|exited|Error|error" "$RESULTS/train.log" "$RESULTS/gpu.txt"
 
-timeout 240 $PY dev_probe.py score ${PROBE_ARGS:-} --dev "$CARRY/dev.npz" --parts "$CARRY/parts.npz" --json "$RESULTS/dev.json" \
-  "$WORK/carry/init.pt" "$WORK"/*/snapshot-*.pt
+# the last snapshots first and the start last (its figures are known), so a probe stopped at the
+# call's limit (LIMIT seconds from the start of this script) keeps the likeliest winners
+timeout $((LIMIT - SECONDS - 15)) $PY dev_probe.py score ${PROBE_ARGS:-} --dev "$CARRY/dev.npz" --parts "$CARRY/parts.npz" --json "$RESULTS/dev.json" \
+  "$WORK"/*/snapshot-4.pt "$WORK"/*/snapshot-3.pt "$WORK"/*/snapshot-2.pt "$WORK"/*/snapshot-1.pt "$WORK/carry/init.pt"
 $PY - "$RESULTS/dev.json" "$WORK" <<'EOF'
 import json, os, shutil, subprocess, sys
 results, work = json.load(open(sys.argv[1])), sys.argv[2]
