@@ -45,6 +45,9 @@ for run in $RUNS; do
     hyb) train hyb --question-templates 0.25 --question-crops 0.25 "${hybrid[@]}" --hybrid-loss 0.5 & ;;
     hybonly) train hybonly --question-templates 0.25 --question-crops 0.25 "${hybrid[@]}" --hybrid-loss 1 & ;;
     hybq) train hybq --question-templates 0.5 --question-crops 0.5 "${hybrid[@]}" --hybrid-loss 0.5 & ;;
+    plainlr) train plainlr --question-templates 0.25 --question-crops 0.25 --ct-lr 2e-4 & ;;
+    plainq) train plainq --question-templates 0.5 --question-crops 0.5 & ;;
+    hyb25) train hyb25 --question-templates 0.5 --question-crops 0.5 "${hybrid[@]}" --hybrid-loss 0.25 & ;;
     *) echo "unknown run $run" >&2 ;;
   esac
 done
