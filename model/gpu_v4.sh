@@ -12,6 +12,12 @@
 #              --negatives model/work/negatives.npz --out .gpu
 #   there: CARRY=.gpu bash model/gpu_v4.sh      (results to $OUT, else model/work/gpu-v4)
 #
+# The device tool sends the checkout's tracked files, 130 MB with models/ (over its 64 MiB), so the
+# call was made from a throwaway branch that tracks model/ alone (.gpu, ignored, travels as carry):
+#   git checkout -b gpu-travel && git rm -r -q --cached . && git add model && git commit -qm travel
+#   printf '/*\n!/model/\n' >> "$(git rev-parse --git-path info/exclude)"
+# and afterwards: git checkout -f main, those two exclude lines removed, git branch -D gpu-travel.
+#
 # LIMIT is the call's own limit in seconds (the probe stops in time to return what it scored);
 # CT_SECONDS sets each run's contrastive time (the four share the GPU); RUNS picks runs; a CPU smoke
 # test: CT_SECONDS=20 CT_BATCH=8 RUNS="plain hyb" PROBE_ARGS="--tasks pdpa-singapore" PYTHON=<torch python>.
