@@ -135,6 +135,15 @@ class MlmHead(nn.Module):
         return x @ self.word_embeddings.weight.T + self.bias
 
 
+def pad_table(seqs):
+    """Id sequences as one int32 table padded with 0 ([PAD]), and their lengths."""
+    width = max(len(s) for s in seqs)
+    table = torch.zeros((len(seqs), width), dtype=torch.int32)
+    for i, s in enumerate(seqs):
+        table[i, :len(s)] = torch.tensor(s, dtype=torch.int32)
+    return table, torch.tensor([len(s) for s in seqs])
+
+
 def mean_pool(hidden, attention_mask):
     """lexembed's pooling: the mean over tokens the mask keeps ([CLS] and [SEP] included)."""
     m = attention_mask.unsqueeze(-1).to(hidden.dtype)

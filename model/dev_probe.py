@@ -12,7 +12,6 @@ The probe holds token ids and relevance only; it is for scoring, never for train
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -27,21 +26,11 @@ TASKS = ("obliqa-adgm", "oyez-scotus", "pdpa-singapore")
 
 
 def prepare(folder, out, dev=None):
-    from evaluate import load_tokenizer, served_prompts
-    from evaluate_dev import DEFAULT_DEV, load_scorer
-    from legal_data import encode_capped
-    scorer = load_scorer()
-    with open(os.path.join(folder, "lexembed.json")) as f:
-        max_tokens = json.load(f)["max_input_tokens"]
-    tok = load_tokenizer(folder)
-    prompts = served_prompts(folder)
+    from evaluate_dev import DEFAULT_DEV, served_ids
     arrays = {}
-    for task in TASKS:
-        corpus, queries, qrels = scorer.load_task(os.path.join(dev or DEFAULT_DEV, task))
+    for task, corpus, queries, qrels, ids_of in served_ids(folder, dev or DEFAULT_DEV, TASKS):
         index = {d["id"]: i for i, d in enumerate(corpus)}
-        for kind, texts, prompt in (("corpus", [d["text"] for d in corpus], prompts["retrieval/document"]),
-                                    ("queries", [q["text"] for q in queries], prompts["retrieval/query"])):
-            ids = [encode_capped(tok, prompt + t, max_tokens) for t in texts]
+        for kind, ids in ids_of.items():
             arrays[f"{task}.{kind}.ids"] = np.concatenate([np.asarray(i, np.uint16) for i in ids])
             arrays[f"{task}.{kind}.offsets"] = np.cumsum([0] + [len(i) for i in ids]).astype(np.int64)
         rel = [sorted(index[d] for d in qrels[q["id"]] if d in index) for q in queries]
@@ -65,44 +54,24 @@ def load_checkpoint(path, device):
     return model.to(device).eval()
 
 
-@torch.no_grad()
-def embed(model, ids_list, device, max_batch_tokens=65536):
-    """Unit rows of mean-pooled last hidden states (as lexembed serves), batched by length."""
-    from bert import mean_pool
-    from evaluate import batches_by_length
-    out = torch.zeros((len(ids_list), model.config["hidden_size"]), device=device)
-    for _, chunk in batches_by_length(ids_list, max_batch_tokens):
-        x = padded([ids_list[i] for i in chunk], device)
-        m = (x != 0).long()
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            hidden = model(x, m)
-        out[torch.tensor(chunk, device=device)] = mean_pool(hidden.float(), m)
-    return F.normalize(out, dim=-1)
-
-
-def padded(ids_list, device):
-    width = max(len(i) for i in ids_list)
-    x = torch.zeros((len(ids_list), width), dtype=torch.long)
-    for r, i in enumerate(ids_list):
-        x[r, :len(i)] = torch.from_numpy(i)
-    return x.to(device)
+def embed(model, ids_list, device):
+    """Unit rows as lexembed serves them (mean pooling, fp32), through train_transformer.py's embedder."""
+    from train_transformer import torch_embed_fn
+    return torch.from_numpy(torch_embed_fn(model, lambda rows: [ids_list[i] for i in rows], device)(list(range(len(ids_list))))).to(device)
 
 
 @torch.no_grad()
 def fixed_parts(fixed, ids_list, device, batch=64):
-    out = [fixed.encode(padded(ids_list[s:s + batch], device)) for s in range(0, len(ids_list), batch)]
+    from bert import pad_table
+    out = [fixed.encode(pad_table(ids_list[s:s + batch])[0].to(device)) for s in range(0, len(ids_list), batch)]
     return tuple(torch.cat([o[k] for o in out]) for k in range(3))
 
 
 def ndcg10(scores, rel):
-    """Mean nDCG@10 with the shared scorer's rule (binary relevance; ties: lower index first)."""
+    """Mean nDCG@10 of each row's ranking, by evaluate.py's metrics (the shared scorer's rule)."""
+    from evaluate import metrics
     top = torch.topk(scores, 10, dim=1).indices.cpu().numpy()
-    total = 0.0
-    for row, r in zip(top, rel):
-        rs = set(r.tolist())
-        dcg = sum(1 / math.log2(k + 2) for k, c in enumerate(row) if c in rs)
-        total += dcg / sum(1 / math.log2(k + 2) for k in range(min(len(rs), 10)))
-    return total / len(rel)
+    return float(np.mean([metrics(row.tolist(), set(r.tolist()))[0] for row, r in zip(top, rel)]))
 
 
 def score(dev_path, parts_path, checkpoints, device, log=print, only=TASKS, json_path=None):

@@ -230,6 +230,26 @@ def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, 
     return out
 
 
+def served_ids(folder, dev=DEFAULT_DEV, tasks=None):
+    """Per dev task (name, corpus, queries, qrels, {"corpus": ids, "queries": ids}): each text after
+    its task's prompt, cut at the folder's max_input_tokens, as lexembed serves it."""
+    from evaluate import load_tokenizer
+    from legal_data import encode_capped
+    scorer = load_scorer()
+    with open(os.path.join(folder, "lexembed.json")) as f:
+        max_tokens = json.load(f)["max_input_tokens"]
+    tok = load_tokenizer(folder)
+    prompts = served_prompts(folder)
+    for task_dir in scorer.expand_dirs([dev]):
+        name = os.path.basename(task_dir.rstrip("/"))
+        if tasks is not None and name not in tasks:
+            continue
+        corpus, queries, qrels = scorer.load_task(task_dir)
+        ids = {kind: [encode_capped(tok, prompts[task] + x["text"], max_tokens) for x in items]
+               for kind, items, task in (("corpus", corpus, "retrieval/document"), ("queries", queries, "retrieval/query"))}
+        yield name, corpus, queries, qrels, ids
+
+
 def served_prefixes(folder):
     with open(os.path.join(folder, "lexembed.json")) as f:
         return json.load(f)["dimensions"].get("matryoshka", [])

@@ -60,6 +60,7 @@ def main():
         p.error("--data, --model, --negatives and --out are needed to pack")
     import torch
     from dev_probe import prepare
+    from export_static import quantize_rows
     from hybrid_parts import export
     from onnx_weights import load_bert
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
@@ -77,10 +78,9 @@ def main():
                             **{k: mined[k][:, :args.negatives_kept] for k in ("bm25", "model")})
     model = load_bert(args.model)
     state = model.state_dict()
-    word = state.pop(WORD).float()
-    scale = word.abs().amax(1, keepdim=True).clamp_min(1e-12) / 127
+    word_int8, word_scale = quantize_rows(state.pop(WORD).numpy())  # the served table's own rows (exact)
     torch.save({"config": model.config, "state_dict": {k: v.half() for k, v in state.items()},
-                "word_int8": torch.round(word / scale).to(torch.int8), "word_scale": scale}, os.path.join(args.out, "init-packed.pt"))
+                "word_int8": torch.from_numpy(word_int8), "word_scale": torch.from_numpy(word_scale)}, os.path.join(args.out, "init-packed.pt"))
     export(args.model, os.path.join(args.out, "parts.npz"))
     prepare(args.model, os.path.join(args.out, "dev.npz"))
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(args.out) for f in fs)

@@ -89,36 +89,21 @@ class FixedParts:
 
 def check(folder, parts_path, samples=300):
     """The torch parts against the served vectors' parts (evaluate_dev.py's cached dev vectors)."""
-    from evaluate import load_tokenizer, served_prompts
-    from evaluate_dev import CACHE, DEFAULT_DEV, load_scorer, model_key, parts
-    from legal_data import encode_capped
-    scorer = load_scorer()
+    from evaluate_dev import CACHE, model_key, parts, served_ids
+    from bert import pad_table
     key = model_key(folder)
-    with open(os.path.join(folder, "lexembed.json")) as f:
-        max_tokens = json.load(f)["max_input_tokens"]
-    tok = load_tokenizer(folder)
-    prompts = served_prompts(folder)
     fixed = FixedParts(parts_path, "cpu")
     worst = {}
-    for task in ("obliqa-adgm", "oyez-scotus", "pdpa-singapore"):
-        corpus, queries, _ = scorer.load_task(os.path.join(DEFAULT_DEV, task))
-        for kind, texts, prompt in (("corpus", [d["text"] for d in corpus], prompts["retrieval/document"]),
-                                    ("queries", [q["text"] for q in queries], prompts["retrieval/query"])):
-            suffix = kind if kind == "corpus" or not prompt else None
-            path = os.path.join(CACHE, f"{key}.{task}.{suffix}.npy")
-            if suffix is None or not os.path.exists(path):
+    for task, _, _, _, ids_of in served_ids(folder):
+        for kind, ids in ids_of.items():
+            path = os.path.join(CACHE, f"{key}.{task}.{kind}.npy")  # queries without a prompt (the cache names a prompt)
+            if not os.path.exists(path):
                 print(f"no cached vectors at {path}: run evaluate_dev.py --model {folder} first")
                 continue
             served = parts(folder, np.load(path)[:samples])
-            ids = [encode_capped(tok, prompt + t, max_tokens) for t in texts[:samples]]
-            width = max(len(i) for i in ids)
-            x = torch.zeros((len(ids), width), dtype=torch.long)
-            for r, i in enumerate(ids):
-                x[r, :len(i)] = torch.tensor(i)
-            s, l, _ = fixed.encode(x)
+            s, l, _ = fixed.encode(pad_table(ids[:samples])[0])
             for name, mine, theirs in (("static", s, served[1]), ("lexical", l, served[2])):
-                cos = (mine.numpy() * theirs).sum(1)
-                worst[f"{task} {kind} {name}"] = float(cos.min())
+                worst[f"{task} {kind} {name}"] = float((mine.numpy() * theirs).sum(1).min())
     for k, v in worst.items():
         print(f"{k:<40} min cosine {v:.6f}")
     return min(worst.values()) if worst else 0.0

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from bert import Bert, MlmHead, mean_pool
+from bert import Bert, MlmHead, mean_pool, pad_table
 from evaluate import bm25_source, build_source, model_source, print_report
 from questions import QueryMaker
 from legal_data import SAMPLINGS, WordPiece, data_fingerprint, epoch_counts, epoch_sample, is_held_out, load_pairs, sources_of
@@ -388,9 +388,10 @@ def tune(model, rows, train, tok, args, device, log):
     order, cursor = [], [0]
     model.train()
 
-    def encode(ids_table, lengths, idx):
-        width = int(lengths[idx].max())
-        ids = ids_table[idx, :width].long()
+    def rows_of(ids_table, lengths, idx):
+        return ids_table[idx, :int(lengths[idx].max())].long()
+
+    def pool(ids):
         mask = (ids != PAD).long()
         return mean_pool(model(ids, mask), mask)
 
@@ -410,14 +411,11 @@ def tune(model, rows, train, tok, args, device, log):
             if augment:
                 made = [maker.make(rows[train[i]][0], queries[i], texts[i], args.question_templates, args.question_crops) for i in batch]
                 made = [ids[:1] + prefix + ids[1:] for ids in made]
-                ids, _ = pad_table(made)
-                ids = ids.long().to(device)
-                mask = (ids != PAD).long()
-                q = mean_pool(model(ids, mask), mask).float()
+                ids = pad_table(made)[0].long().to(device)
             else:
-                ids = q_ids[b, :int(q_len[b].max())].long()
-                q = encode(q_ids, q_len, b).float()
-            t = encode(t_ids, t_len, cols).float()
+                ids = rows_of(q_ids, q_len, b)
+            t_rows = rows_of(t_ids, t_len, cols)
+            q, t = pool(ids).float(), pool(t_rows).float()
         positive = torch.arange(len(batch), device=device)
         # Mask columns that share the row's heading or text, except the row's own positive.
         false_neg = (q_key[b][:, None] == q_key[cols][None, :]) | (t_key[b][:, None] == t_key[cols][None, :])
@@ -432,9 +430,7 @@ def tune(model, rows, train, tok, args, device, log):
             loss = loss + F.cross_entropy(logits, positive) + F.cross_entropy(back, positive)
         loss = loss / (2 * len(args.matryoshka))
         if fixed is not None:
-            q_parts = fixed.encode(ids)
-            t_parts = fixed.encode(t_ids[cols, :int(t_len[cols].max())])
-            h = fixed.score(F.normalize(q, dim=-1), F.normalize(t, dim=-1), q_parts, t_parts) / args.hybrid_temperature
+            h = fixed.score(F.normalize(q, dim=-1), F.normalize(t, dim=-1), fixed.encode(ids), fixed.encode(t_rows)) / args.hybrid_temperature
             hybrid = (F.cross_entropy(h.masked_fill(false_neg, -1e4), positive)
                       + F.cross_entropy(h[:, :len(batch)].T.masked_fill(back_mask, -1e4), positive)) / 2
             loss = (1 - args.hybrid_loss) * loss + args.hybrid_loss * hybrid
@@ -514,14 +510,6 @@ def load_negatives(path, rows, train):
         mined = np.concatenate([data["bm25"], data["model"]], axis=1)[train].tolist()
     pos = {g: i for i, g in enumerate(train)}
     return [sorted({pos[j] for j in cand if j in pos}) for cand in mined]
-
-
-def pad_table(seqs):
-    width = max(len(s) for s in seqs)
-    table = torch.zeros((len(seqs), width), dtype=torch.int32)
-    for i, s in enumerate(seqs):
-        table[i, :len(s)] = torch.tensor(s, dtype=torch.int32)
-    return table, torch.tensor([len(s) for s in seqs])
 
 
 def run_schedule(steps, seconds, step, peak_lr, device, log, name, start=0, checkpoint_every=0, save=None, stop_after=0, on_step=None):
