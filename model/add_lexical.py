@@ -227,6 +227,9 @@ def strip_lexical(graph_model):
         for k, name in enumerate(node.output):
             if name == dense:
                 node.output[k] = OUTPUT
+        for k, name in enumerate(node.input):  # model/document_form.py's repaired ids
+            if name == "lexical.document.input_ids":
+                node.input[k] = "input_ids"
     return True
 
 
@@ -367,15 +370,38 @@ def parse_weights(text):
 def read_tables(folder):
     """(bucket, weight, avg_len, rotation) of a folder's v2 lexical part and Matryoshka rotation,
     read from its graph (loaded once), or None."""
+    init = graph_initializers(folder)
+    if init is None:
+        return None
+    _, _, avg_len = bm25_of(init)
+    return init["lexical.bucket"], init["lexical.weight"], avg_len, init["matryoshka.rotation"].astype(np.float64)
+
+
+TABLES = ("lexical.bucket", "lexical.weight", "lexical.k1_plus_1", "lexical.k1_fixed", "lexical.k1_per_length", "matryoshka.rotation")
+
+
+def graph_initializers(folder):
     import onnx
     from onnx import numpy_helper
-    names = ("lexical.bucket", "lexical.weight", "lexical.k1_per_length", "matryoshka.rotation")
     init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
-            if t.name in names}
-    if len(init) < len(names):
-        return None
-    return (init["lexical.bucket"], init["lexical.weight"], K1 * B / float(init["lexical.k1_per_length"]),
-            init["matryoshka.rotation"].astype(np.float64))
+            if t.name in TABLES}
+    return init if len(init) == len(TABLES) else None
+
+
+def bm25_of(init):
+    """(k1, b, avg_len) the graph's lexical part applies, from its three constants."""
+    k1 = float(init["lexical.k1_plus_1"]) - 1
+    b = 1 - float(init["lexical.k1_fixed"]) / k1
+    return k1, b, k1 * b / float(init["lexical.k1_per_length"])
+
+
+def read_bm25(folder):
+    """(k1, b) of a folder's lexical part (model/document_form.py may have changed them from K1, B)."""
+    init = graph_initializers(folder)
+    if init is None:
+        return K1, B
+    k1, b, _ = bm25_of(init)
+    return k1, b
 
 
 def main():
@@ -426,11 +452,13 @@ def main():
         record.pop("matryoshka", None)
         record.pop("weights", None)
         record.pop("shares", None)
+        record.pop("document_form", None)  # model/document_form.py's nodes went with the lexical part
         config["hidden_size"] = width
         write_json("config.json", config)
         settings["dimensions"] = {"default": width, "max": width}
         settings["pooling"] = "mean"
         settings.pop("sparse", None)
+        settings.pop("document_form", None)
         write_json("lexembed.json", settings)
         write_json("training.json", training)
         print(f"{args.folder}: lexical part stripped, {width} dimensions")
@@ -444,6 +472,8 @@ def main():
         record.pop("lexical")
         record.pop("matryoshka", None)
         record.pop("shares", None)
+        record.pop("document_form", None)
+        settings.pop("document_form", None)
     wt, ws, wl = parse_weights(args.weights or ("0,0.3,0.7" if static else "0.2,0.2,0.6"))
     short = parse_weights(args.short_weights or ("0,1,0" if static else "0.4,0.6,0"))
     for name, (first, *_) in (("--weights", (wt, ws, wl)), ("--short-weights", short)):

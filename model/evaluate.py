@@ -68,24 +68,35 @@ def is_static_folder(folder):
         return json.load(f).get("num_hidden_layers", 0) == 0
 
 
-def static_embed_fn(folder, max_tokens=None):
+def static_embed_fn(folder, max_tokens=None, document=False):
     """A static folder served as its recipe: the int8 table summed in numpy, and after
     model/add_lexical.py its lexical part beside it and the Matryoshka rotation after them
     ([sqrt(ws)·s/|s|, sqrt(wl)·l/|l|] · M, the graph's arithmetic, from the graph's own tables), so
-    no onnxruntime is needed."""
+    no onnxruntime is needed. document: as `task: retrieval/document` at full width (the folder's
+    document form, model/document_form.py, where it has one)."""
     table, tok, served = load_static_model(folder)
     max_tokens = max_tokens or served
     lexical = load_lexical(folder)
     if lexical is None:
         return lambda texts, dims=None: embed(table, tok, texts, max_tokens, dims)
-    from add_lexical import counted_length, lexical_part
+    from add_lexical import counted_length, lexical_part, read_bm25
     bucket, weight, avg_len, rotation, shares = lexical
+    k1, b = read_bm25(folder)
+    with open(f"{folder}/training.json") as f:
+        record = json.load(f)
 
     def run(texts, dims=None):
         ids = [encode_capped(tok, t, max_tokens) for t in texts]
         w = shares.at([counted_length(i, weight) for i in ids])
-        out = np.concatenate([np.sqrt(w[:, 1:2]) * embed(table, tok, texts, max_tokens), np.sqrt(w[:, 2:3]) * lexical_part(ids, bucket, weight, avg_len)], axis=1)
-        out = out @ rotation
+        dense = np.sqrt(w[:, 1:2]) * embed(table, tok, texts, max_tokens)
+        lexical = np.sqrt(w[:, 2:3]) * lexical_part(ids, bucket, weight, avg_len, k1, b)
+        if "document_form" in record:
+            from document_form import form_constants, raw_norms, served_forms
+            c, g_max, m_x2 = form_constants(record)
+            g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b) / c, g_max)
+            out = served_forms(dense, lexical, g, rotation, m_x2)[1 if document and not dims else 0]
+        else:
+            out = np.concatenate([dense, lexical], axis=1) @ rotation
         out = out[:, :dims] if dims else out
         return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
     return run
@@ -105,9 +116,12 @@ def load_lexical(folder):
     return (*read_tables(folder), Shares.of(training))
 
 
-def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):
+def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0, document=False):
     """A transformer folder served as lexembed serves it: its ONNX file through onnxruntime,
-    WordPiece ids truncated keeping [SEP], mean pooling over the mask, L2 normalisation."""
+    WordPiece ids truncated keeping [SEP], mean pooling over the mask, L2 normalisation.
+    document: the texts are embedded as `task: retrieval/document` at full width, i.e. in the
+    folder's document form where it has one (lexembed.json "document_form", model/document_form.py:
+    its marker piece in place of [CLS])."""
     import onnxruntime as ort
     with open(f"{folder}/lexembed.json") as f:
         settings = json.load(f)
@@ -119,8 +133,14 @@ def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):
     tok = load_tokenizer(folder)
     inputs = {i.name for i in session.get_inputs()}
 
+    form = settings.get("document_form") if document else None
+
     def run(texts, dims=None):
         ids = [encode_capped(tok, t, max_tokens) for t in texts]
+        if form and not dims:
+            for i in ids:
+                assert i[0] == form["replaces"], "a text's ids must start with the piece the marker replaces"
+                i[0] = form["marker"]
         out = np.zeros((len(texts), 0), dtype=np.float32)
         for start, chunk in batches_by_length(ids, 8192):
             width = max(len(ids[i]) for i in chunk)
@@ -203,8 +223,9 @@ def embed_prompted(embed_fn, queries, corpus, dims=None, prompts=None):
     """Query and document vectors, each text after its task's prompt (served_prompts) as the server puts it."""
     prompts = prompts or {}
     prompted = lambda texts, prompt: [prompt + t for t in texts] if prompt else texts
+    document_fn = getattr(embed_fn, "document", embed_fn)  # the folder's document form (onnx_embed_fn(document=True))
     return (embed_fn(prompted(queries, prompts.get("retrieval/query", "")), dims),
-            embed_fn(prompted(corpus, prompts.get("retrieval/document", "")), dims))
+            document_fn(prompted(corpus, prompts.get("retrieval/document", "")), dims))
 
 
 def model_source(rows, embed_fn, dims=None, prompts=None):
@@ -310,8 +331,10 @@ def evaluate_folder(data, model, json_path=None, bm25_from=None, dims=None, max_
         by_source[row[0]].append(row)
     if is_static_folder(model):
         embed_fn = static_embed_fn(model, max_tokens)
+        embed_fn.document = static_embed_fn(model, max_tokens, document=True)
     else:
         embed_fn = onnx_embed_fn(model, max_tokens, onnx_file)
+        embed_fn.document = onnx_embed_fn(model, max_tokens, onnx_file, document=True)
     prompts = served_prompts(model)
     results = {source: evaluate_source(by_source[source], embed_fn, dims, bm25.get(source), dtypes, prompts) for source in sorted(by_source)}
     print_report(results)

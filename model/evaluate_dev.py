@@ -95,6 +95,9 @@ def parts(folder, vectors):
         import onnx
         from onnx import numpy_helper
         rotation = next(t for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer if t.name == "matryoshka.rotation")
+        if "document_form" in hybrid:  # model/document_form.py's last step first: the spread is its own inverse
+            from document_form import spread
+            vectors = spread(vectors)
         vectors = vectors @ numpy_helper.to_array(rotation).T
     split = hybrid.get("transformer_dims") or training["transformer_runs"][-1]["recipe"]["hidden"]
     lexical = hybrid.get("lexical", {}).get("buckets", 0)
@@ -124,6 +127,8 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
     if graph and is_static_folder(model):
         raise SystemExit(f"evaluate_dev.py: --graph {graph}: {model} is a static model (no ONNX graph is run)")
     embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model, file=graph)
+    # passages as the server embeds `task: retrieval/document` (the folder's document form, if any)
+    document_fn = static_embed_fn(model, document=True) if is_static_folder(model) else onnx_embed_fn(model, file=graph, document=True)
     key = model_key(model, graph or "model.onnx")
     listed = served_prefixes(model) if prefixes else []
     results = {}
@@ -134,20 +139,26 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
             queries = queries[:max_queries]
         ids = [d["id"] for d in corpus]
         t0 = time.time()
-        d = cached_vectors(model, key, name, "corpus", [document_prompt + x["text"] for x in corpus], embed_fn, use_cache)
+        d = cached_vectors(model, key, name, "corpus", [document_prompt + x["text"] for x in corpus], document_fn, use_cache)
         kind = f"queries{max_queries or ''}" + (f".prompt-{hashlib.sha1(query_prompt.encode()).hexdigest()[:8]}" if query_prompt else "")
         q = cached_vectors(model, key, name, kind, [query_prompt + x["text"] for x in queries], embed_fn, use_cache)
         row = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25_figures(scorer, name, corpus, queries, qrels, max_queries),
                "model": score(scorer, dense_ranking(scorer, q, d, ids), queries, qrels), "seconds": round(time.time() - t0, 1)}
+        # documents in the query form: what the server gives below full width (the document form is
+        # full-width only), and the parts --mix weighs afresh (each a unit vector, as in the query form)
+        dq = d if not served_document_form(model) else cached_vectors(
+            model, key, name, "corpus-query-form", [document_prompt + x["text"] for x in corpus], embed_fn, use_cache)
+        if dq is not d:  # what a client that embeds passages without `task: retrieval/document` gets
+            row["documents_in_query_form"] = score(scorer, dense_ranking(scorer, q, dq, ids), queries, qrels)
         if mix:
-            qp, dp = parts(model, q), parts(model, d)
+            qp, dp = parts(model, q), parts(model, dq)
             row["mix"] = {}
             for ws in mix_weights(len(qp)):
                 qm = np.concatenate([np.sqrt(w) * x for w, x in zip(ws, qp)], axis=1)
                 dm = np.concatenate([np.sqrt(w) * x for w, x in zip(ws, dp)], axis=1)
                 row["mix"]["/".join(f"{w:.2f}" for w in ws)] = score(scorer, dense_ranking(scorer, qm, dm, ids), queries, qrels)
         if listed:
-            row["prefixes"] = {str(k): score(scorer, dense_ranking(scorer, unit_rows(q[:, :k]), unit_rows(d[:, :k]), ids), queries, qrels)
+            row["prefixes"] = {str(k): score(scorer, dense_ranking(scorer, unit_rows(q[:, :k]), unit_rows(dq[:, :k]), ids), queries, qrels)
                                for k in listed}
         if sparse:
             row["sparse"] = sparse_figures(scorer, model, [document_prompt + x["text"] for x in corpus], [query_prompt + x["text"] for x in queries],
@@ -167,6 +178,10 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
                        "worst_task_relative": min(results[t]["model"]["ndcg@10"] / results[t]["bm25"]["ndcg@10"] for t in tasks)}
     log(f"{'mean':<16} BM25 {results['mean']['bm25_ndcg@10']:.3f}  model {results['mean']['model_ndcg@10']:.3f} "
         f"(×{results['mean']['relative']:.2f}; worst task ×{results['mean']['worst_task_relative']:.2f})")
+    if "documents_in_query_form" in results[tasks[0]]:
+        results["mean"]["documents_in_query_form"] = mean("documents_in_query_form")
+        log(f"{'mean':<16} documents embedded without task retrieval/document (the query form): "
+            f"{results['mean']['documents_in_query_form']:.3f}")
     if mix:
         results["mean"]["mix"] = {w: float(np.mean([results[t]["mix"][w]["ndcg@10"] for t in tasks])) for w in results[tasks[0]]["mix"]}
         log("mix shares transformer/static(/lexical), mean nDCG@10: " + "  ".join(
@@ -248,6 +263,12 @@ def served_ids(folder, dev=DEFAULT_DEV, tasks=None):
         ids = {kind: [encode_capped(tok, prompts[task] + x["text"], max_tokens) for x in items]
                for kind, items, task in (("corpus", corpus, "retrieval/document"), ("queries", queries, "retrieval/query"))}
         yield name, corpus, queries, qrels, ids
+
+
+def served_document_form(folder):
+    """lexembed.json "document_form" (model/document_form.py), or None."""
+    with open(os.path.join(folder, "lexembed.json")) as f:
+        return json.load(f).get("document_form")
 
 
 def served_prefixes(folder):

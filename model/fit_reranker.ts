@@ -23,6 +23,7 @@ import { BatchScheduler } from '../src/embedder/scheduler.ts';
 import { parseModelSettings, SETTINGS_FILE } from '../src/embedder/settings.ts';
 import { createTransformersBackend } from '../src/backend/transformers-backend.ts';
 import { dot } from '../src/contract/vectors.ts';
+import { asDocuments } from '../src/embedder/document-form.ts';
 import { chunkTexts } from '../src/embedder/rerank-run.ts';
 import { bm25NormalizedCounts, scoreCountedTexts, termCounts, terms, type RerankWeights } from '../src/embedder/rerank-score.ts';
 import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
@@ -147,7 +148,7 @@ async function chunkCorpus(texts: string[]) {
   const chunked = await chunkTexts(backend, texts, chunking, settings.prompts['retrieval/document'] ?? '');
   if ('unreadable' in chunked) throw new Error(`text ${chunked.unreadable} has no readable token`);
   if ('tooMany' in chunked) throw new Error('unreachable: no chunk cap here');
-  const vectors = await embedSequences(chunked.sequences);
+  const vectors = await embedSequences(asDocuments(settings, chunked.sequences, dims)); // as the server reads chunks
   let k = 0;
   return { chunkTexts: chunked.chunkTexts, vectors: chunked.chunkTexts.map((c) => c.map(() => vectors[k++]!)), terms: chunked.chunkTexts.map((c) => c.map((t) => termCounts(terms(t)))) };
 }

@@ -30,15 +30,16 @@ def export(folder, out):
     """The folder's static table (int8 + row scale), lexical tables and shares, to `out`."""
     import onnx
     from onnx import numpy_helper
-    from add_lexical import B, K1, read_tables
+    from add_lexical import read_bm25, read_tables
     init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
             if t.name in ("static.weight_int8", "static.weight_row_scale")}
     bucket, weight, avg_len, _ = read_tables(folder)
+    k1, b = read_bm25(folder)
     with open(os.path.join(folder, "training.json")) as f:
         shares = json.load(f)["hybrid"]["shares"]
     np.savez(out, static_int8=init["static.weight_int8"], static_scale=init["static.weight_row_scale"].astype(np.float32),
              bucket=bucket.astype(np.int64), weight=weight.astype(np.float32), avg_len=np.float32(avg_len),
-             k1=np.float32(K1), b=np.float32(B), long=np.array(shares["long"], np.float32),
+             k1=np.float32(k1), b=np.float32(b), long=np.array(shares["long"], np.float32),
              short=np.array(shares["short"], np.float32), lengths=np.array(shares["lengths"], np.float32))
 
 

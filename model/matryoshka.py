@@ -169,6 +169,7 @@ def main():
     p.add_argument("--steps", type=int, default=400, help="Matryoshka tuning steps after PCA (torch; 0: PCA only), the best on held-out pairs kept (default 400)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--parity", help="rewrite this fixture (the hybrid's) from the Python recipe")
+    p.add_argument("--parity-only", action="store_true", help="only rewrite --parity from the folder's current rotation (no fit)")
     args = p.parse_args()
     import onnx
     from onnx import numpy_helper
@@ -187,6 +188,14 @@ def main():
     graph_path = os.path.join(folder, "onnx", "model.onnx")
     graph_model = onnx.load(graph_path)
     tensor, current = read_rotation(graph_model)
+    if args.parity_only:
+        if not args.parity:
+            raise SystemExit("--parity-only needs --parity FIXTURE")
+        write_parity(args.parity, folder, settings, current, load_tokenizer)
+        return
+    if "document_form" in record:
+        raise SystemExit(f"{folder} has a document form (model/document_form.py), whose query form zeroes the rotation's last "
+                         "component: fit the rotation on the folder before it (rebuild it from model/add_lexical.py on)")
     width = current.shape[0]
     if not prefixes or prefixes[0] < 1 or prefixes[-1] >= width:
         raise SystemExit(f"--prefixes must lie between 1 and the width {width} (exclusive), got {args.prefixes!r}")
@@ -217,13 +226,48 @@ def main():
         f.write("\n")
     print(f"{folder}: rotation written ({time.time() - started:.0f} s); prefixes {prefixes}")
     if args.parity:
-        write_parity(args.parity, folder, settings, m, load_tokenizer, onnx_embed_fn)
+        write_parity(args.parity, folder, settings, m, load_tokenizer)
 
 
-def write_parity(path, folder, settings, m, load_tokenizer, onnx_embed_fn):
-    """The fixture's vectors from the recipe: the graph's dense parts (un-rotated), the lexical part
-    from numpy at the share its text's length gives (add_lexical.Shares), the two concatenated and
-    turned by M."""
+def graph_parts(folder, ids_list):
+    """The graph's own [sqrt(wt)·t, sqrt(ws)·s, …] before the rotation (its "matryoshka.parts",
+    query form), one text at a time: the dense parts exactly as served."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    model = onnx.load(os.path.join(folder, "onnx", "model.onnx"))
+    model.graph.output.append(helper.make_tensor_value_info("matryoshka.parts", TensorProto.FLOAT, None))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = {i.name for i in session.get_inputs()}
+    out = []
+    for ids in ids_list:
+        x = np.asarray([ids], dtype=np.int64)
+        feed = {"input_ids": x, "attention_mask": np.ones_like(x), "token_type_ids": np.zeros_like(x)}
+        out.append(session.run(["matryoshka.parts"], {k: v for k, v in feed.items() if k in inputs})[0][0, 0])
+    return np.asarray(out, dtype=np.float64)
+
+
+def recipe_vectors(folder, settings, record, ids, m):
+    """The served vectors from the recipe: the graph's dense parts, the lexical part from numpy at
+    the share its text's length gives (add_lexical.Shares), the two concatenated and turned by M.
+    With a document form (model/document_form.py): (query form, document form), else (vectors, None)."""
+    from add_lexical import read_bm25
+    bucket, weight, avg_len, _ = read_tables(folder)
+    k1, b = read_bm25(folder)
+    buckets = record["lexical"]["buckets"]
+    dense = graph_parts(folder, ids)[:, :-buckets]
+    shares = Shares.of(record).at([counted_length(i, weight) for i in ids])
+    lexical = lexical_part(ids, bucket, weight, avg_len, k1, b) * np.sqrt(shares[:, 2:3])
+    if not record.get("document_form"):
+        return np.concatenate([dense, lexical], axis=1) @ m, None
+    from document_form import form_constants, raw_norms, served_forms
+    c, g_max, m_x2 = form_constants(record)
+    g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b) / c, g_max)
+    return served_forms(dense, lexical, g, m, m_x2)
+
+
+def write_parity(path, folder, settings, m, load_tokenizer):
+    """The fixture's vectors from the recipe (recipe_vectors) and its sparse vectors."""
     from parity_fixture import write_fixture
     with open(path, encoding="utf-8") as f:
         fixture = json.load(f)
@@ -231,29 +275,28 @@ def write_parity(path, folder, settings, m, load_tokenizer, onnx_embed_fn):
     max_tokens = settings["max_input_tokens"]
     texts = [c["text"] for c in fixture["cases"]]
     ids = [encode_capped(tok, t, max_tokens) for t in texts]
-    bucket, weight, avg_len, _ = read_tables(folder)
     with open(os.path.join(folder, "training.json")) as f:
         record = json.load(f)
     record = record.get("hybrid", record)
-    served = onnx_embed_fn(folder)(texts).astype(np.float64) @ m.T
     buckets = record["lexical"]["buckets"]
-    shares = Shares.of(record).at([counted_length(i, weight) for i in ids])
-    lexical = lexical_part(ids, bucket, weight, avg_len) * np.sqrt(shares[:, 2:3])
-    vectors = np.concatenate([served[:, :-buckets], lexical], axis=1) @ m
+    vectors, documents = recipe_vectors(folder, settings, record, ids, m)
     idf, sparse_avg_len = read_sparse_table(settings)
+    ends = lambda v, name: {f"{name}_head": [round(float(x), 6) for x in v[:16]], f"{name}_tail": [round(float(x), 6) for x in v[-8:]]}
 
     def sparse_of(i):
         pieces, values = sparse_vector(i, idf, sparse_avg_len)
         return {"indices": pieces.tolist(), "values": [round(float(x), 6) for x in values]}
-    fixture["cases"] = [{"text": t, "ids": i, "vector_head": [round(float(x), 6) for x in v[:16]],
-                         "vector_tail": [round(float(x), 6) for x in v[-8:]], "sparse": sparse_of(i)}
-                        for t, i, v in zip(texts, ids, vectors)]
+    fixture["cases"] = [{"text": t, "ids": i, **ends(v, "vector"), **(ends(documents[k], "document") if documents is not None else {}),
+                         "sparse": sparse_of(i)}
+                        for k, (t, i, v) in enumerate(zip(texts, ids, vectors))]
     fixture["layout"] = {"transformer": record.get("transformer_dims", 0), "static": m.shape[0] - buckets - record.get("transformer_dims", 0),
                          "lexical": buckets, "matryoshka": settings["dimensions"]["matryoshka"]}
     fixture["about"] = ("Token ids, the first 16 and the last 8 components of the served vector for "
                         "models/legal-2-embedder, from the Python recipe (the dense parts as the graph computes them, "
-                        "model/add_lexical.py's numpy lexical part, model/matryoshka.py's rotation), and the sparse vector "
-                        "(weighting tf) of model/add_lexical.py's sparse_vector; the served model must agree.")
+                        "model/add_lexical.py's numpy lexical part, model/matryoshka.py's rotation)"
+                        + (", the same of the document form (document_head/document_tail: `task: retrieval/document` at full width, "
+                           "model/document_form.py's rule in numpy)" if documents is not None else "")
+                        + ", and the sparse vector (weighting tf) of model/add_lexical.py's sparse_vector; the served model must agree.")
     write_fixture(path, fixture)
     print(f"wrote {path}: {len(texts)} cases")
 

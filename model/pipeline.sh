@@ -2,8 +2,8 @@
 # The CPU steps of model/README.md's pipeline, in order, into model/work/ (nothing under models/
 # changes unless --ship is given):
 #   1 static model (1a: the lexical part's term weights; 1b: the static model with its lexical part
-#     and Matryoshka order, what ships)   2 hard negatives
-#   4b hybrid = shipped transformer + new static half, its lexical part and Matryoshka order made again
+#     and Matryoshka order and document form, what ships)   2 hard negatives
+#   4b hybrid = shipped transformer + new static half, its lexical part, Matryoshka order and document form made again
 #   4f its int8 graph (onnx/model_quantized.onnx), with the dev-set figures --dtype auto reads
 #   5 evaluation of both (held-out documents, and the dev set of legal questions)   6 reranker fit (static)
 #
@@ -44,7 +44,8 @@ TRAIN=(--question-templates 0.25 --question-crops 0.25)
 EVAL=()
 DEVEVAL=(--prefixes)
 MATRYOSHKA=()
-[ "$SMOKE" = 1 ] && TRAIN+=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses) && DEVEVAL=(--max-queries 50) && MATRYOSHKA=(--pairs 400 --steps 25)
+FORM=()
+[ "$SMOKE" = 1 ] && TRAIN+=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses) && DEVEVAL=(--max-queries 50) && MATRYOSHKA=(--pairs 400 --steps 25) && FORM=(--sample 2000)
 
 # The shipped transformer reads this vocabulary: the static half must keep it to be combined (4b).
 echo "== 1. static model -> $WORK/static"
@@ -62,6 +63,7 @@ echo "== 1b. the static model with its lexical part (model/add_lexical.py) -> $W
 rm -rf "$WORK/static-lexical" && cp -r "$WORK/static" "$WORK/static-lexical"
 "$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA" --term-weights "$WORK/term-weights.npz"
 "$PY" model/matryoshka.py --model "$WORK/static-lexical" --data "$DATA" "${MATRYOSHKA[@]}"
+"$PY" model/document_form.py --model "$WORK/static-lexical" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation.json" "${EVAL[@]}"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation-dev.json" "${DEVEVAL[@]}"
 
@@ -77,7 +79,10 @@ cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
 "$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --strip
 "$PY" model/rebuild_hybrid.py --hybrid "$WORK/hybrid" --static "$WORK/static"
 "$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --term-weights "$WORK/term-weights.npz"
-"$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" --parity "$WORK/hybrid-parity.json" "${MATRYOSHKA[@]}"
+"$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" "${MATRYOSHKA[@]}"
+echo "== 4g. the document form (model/document_form.py), then the parity fixture from the recipe"
+"$PY" model/document_form.py --model "$WORK/hybrid" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"
+"$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" --parity "$WORK/hybrid-parity.json" --parity-only
 echo "== 4f. the hybrid's int8 graph (model/quantize_graph.py; --dtype auto serves it on CPUs where the dev set allows)"
 QUANTIZE=(--dev "$DEV")
 [ "$SMOKE" = 1 ] && QUANTIZE=()

@@ -85,9 +85,11 @@ def probe_texts(parity):
 
 
 def min_cosine(folder, file, texts):
-    """The least cosine between onnx/model.onnx's vectors and onnx/<file>'s over `texts`."""
+    """The least cosine between onnx/model.onnx's vectors and onnx/<file>'s over `texts`, as
+    queries and as documents (the document form, model/document_form.py, where the folder has one)."""
     from evaluate import onnx_embed_fn
-    return float((onnx_embed_fn(folder)(texts) * onnx_embed_fn(folder, file=file)(texts)).sum(1).min())
+    return min(float((onnx_embed_fn(folder, document=d)(texts) * onnx_embed_fn(folder, file=file, document=d)(texts)).sum(1).min())
+               for d in (False, True))
 
 
 def write_settings(folder, settings):

@@ -26,19 +26,19 @@ import time
 import numpy as np
 import torch
 
-from add_lexical import IDF_POWER, piece_statistics, sparse_vector
+from add_lexical import B, IDF_POWER, K1, piece_statistics, sparse_vector
 from tokenizer_files import load_tokenizer
 from legal_data import SAMPLINGS, epoch_sample, split_pairs
 from questions import QueryMaker
 from train_static import encode_cached, key_ids
 
 
-def saturated(batch_ids, idf, avg_len):
+def saturated(batch_ids, idf, avg_len, k1=K1, b=B):
     """(row, piece, sat) of every distinct counted piece of every text in the batch: the sparse
     vectors' rule (add_lexical.sparse_vector, weighting tf)."""
     rows, pieces, sats = [], [], []
     for r, ids in enumerate(batch_ids):
-        uniq, sat = sparse_vector(ids, idf, avg_len)
+        uniq, sat = sparse_vector(ids, idf, avg_len, k1, b)
         rows.append(np.full(len(uniq), r))
         pieces.append(uniq)
         sats.append(sat)
@@ -46,18 +46,23 @@ def saturated(batch_ids, idf, avg_len):
             torch.from_numpy(np.concatenate(sats)).float())
 
 
-def unit_values(rows, pieces, sats, weight, n):
+def unit_values(rows, pieces, sats, weight, n, fixed_norm=None):
+    """The texts' weighted values, each text a unit vector (or, with fixed_norm, divided by it)."""
     values = sats * weight[pieces]
+    if fixed_norm:
+        return values / fixed_norm
     norm = torch.zeros(n).index_add(0, rows, values * values).clamp_min(1e-12).sqrt()
     return values / norm[rows]
 
 
-def similarities(q, t, weight, n, vocab_size):
-    """Cosines of every query with every text in the batch (n × n), through the text side dense."""
+def similarities(q, t, weight, n, vocab_size, document_norm=None):
+    """Cosines of every query with every text in the batch (n × n), through the text side dense;
+    with document_norm, the texts are not normalised but divided by it (the document form,
+    model/document_form.py, without its cap)."""
     qr, qp, qs = q
     tr, tp, ts = t
     qv = unit_values(qr, qp, qs, weight, n)
-    tv = unit_values(tr, tp, ts, weight, n)
+    tv = unit_values(tr, tp, ts, weight, n, document_norm)
     dense_t = torch.zeros(vocab_size, n).index_put((tp, tr), tv)  # pieces × texts
     return torch.zeros(n, n).index_add(0, qr, qv[:, None] * dense_t[qp])
 
@@ -83,6 +88,9 @@ def main():
     p.add_argument("--save-every", type=int, default=100)
     p.add_argument("--keep-steps", action="store_true", help="also keep each copy as OUT.stepN.npz (to choose the step)")
     p.add_argument("--resume", action="store_true", help="start from --out's last copy")
+    p.add_argument("--k1", type=float, default=K1, help=f"BM25 k1 of the saturation (default {K1})")
+    p.add_argument("--b", type=float, default=B, help=f"BM25 b (default {B})")
+    p.add_argument("--document-norm", type=float, help="score texts unnormalised, divided by this (the document form's c) instead of as cosines")
     p.add_argument("--seed", type=int, default=20261126)
     args = p.parse_args()
 
@@ -130,7 +138,8 @@ def main():
         qids = [questions.make(train[i][0], queries[i], texts[i], args.question_templates, args.question_crops) for i in idx]
         n = len(idx)
         weight = base * torch.exp(delta)
-        s = similarities(saturated(qids, idf, avg_len), saturated([texts[i] for i in idx], idf, avg_len), weight, n, len(base))
+        s = similarities(saturated(qids, idf, avg_len, args.k1, args.b), saturated([texts[i] for i in idx], idf, avg_len, args.k1, args.b),
+                         weight, n, len(base), args.document_norm)
         qk, tk = torch.from_numpy(query_key[idx]), torch.from_numpy(text_key[idx])
         false_negative = ((qk[:, None] == qk[None, :]) | (tk[:, None] == tk[None, :])) & ~torch.eye(n, dtype=torch.bool)
         logits = (s / args.temperature).masked_fill(false_negative, -1e4)

@@ -3,6 +3,7 @@
 import { checkChunking, problem, truncateAndNormalize, truncateToMaxTokens, type RerankCapabilities, type Result, type Task, type TokenizeResponse } from '../contract/index.ts';
 import { chunkText, tokenOffsets, wordTokenCounter } from './chunk.ts';
 import { estimateTokens, pauser } from './pacing.ts';
+import { asDocuments } from './document-form.ts';
 import { createRerank, type EmbedderCore } from './rerank-run.ts';
 import { encodeInSlices, slicesOf } from './slices.ts';
 import type { Reservation } from './admission.ts';
@@ -129,9 +130,10 @@ async function embedAdmitted(core: EmbedderCore, input: EmbedInput, prompt: stri
   const encoded = await encodeForModel(core, input, prompt, options);
   if (!encoded.ok) return encoded;
   const { sequences, inputTokens, truncatedTexts } = encoded.value;
-  const submitted = await core.submit(sequences, options.signal, room);
-  if (!submitted.ok) return submitted;
   const dimensions = input.dimensions ?? core.settings.dimensions.default;
+  const asked = input.task === 'retrieval/document' ? asDocuments(core.settings, sequences, dimensions) : sequences;
+  const submitted = await core.submit(asked, options.signal, room);
+  if (!submitted.ok) return submitted;
   return { ok: true, value: { vectors: submitted.value.map((v) => truncateAndNormalize(v, dimensions)), inputTokens, truncatedTexts } };
 }
 

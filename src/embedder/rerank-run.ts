@@ -4,6 +4,7 @@
 // submission through the shared batching queue, then scored (rerank-score.ts).
 import { dot, MAX_RERANK_CHUNKS, queryTooLong, tooManyChunks, truncateAndNormalize, type Chunking, type Problem, type RerankCapabilities, type Result } from '../contract/index.ts';
 import { chunkText, wordTokenCounter } from './chunk.ts';
+import { asDocuments } from './document-form.ts';
 import { estimateTokens, pauser } from './pacing.ts';
 import { scoreTexts, type RerankWeights } from './rerank-score.ts';
 import type { Lease, Reservation } from './admission.ts';
@@ -38,13 +39,14 @@ export function createRerank(core: EmbedderCore, reranker: RerankCapabilities, w
     const chunked = await chunkTexts(backend, input.texts, input.chunking, documentPrompt, { pause: pauser(), signal: options.signal, maxChunks: MAX_RERANK_CHUNKS });
     if ('unreadable' in chunked) return { ok: false, problem: core.unreadable(`texts[${chunked.unreadable}]`) };
     if ('tooMany' in chunked) return { ok: false, problem: tooManyChunks(chunked.tooMany.texts, chunked.tooMany.chunks, input.chunking, reranker) };
-    const sequences = [query, ...chunked.sequences];
+    const dimensions = settings.dimensions.default;
+    // the chunks are read as documents (the folder's document form, where it has one)
+    const sequences = [query, ...asDocuments(settings, chunked.sequences, dimensions)];
     const inputTokens = sequences.reduce((n, seq) => n + seq.length, 0);
     const refused = await options.lease?.commit(inputTokens);
     if (refused) return { ok: false, problem: refused };
     const pooled = await core.submit(sequences, options.signal, reservation);
     if (!pooled.ok) return pooled;
-    const dimensions = settings.dimensions.default;
     const [queryVector, ...chunkVectors] = pooled.value.map((v) => truncateAndNormalize(v, dimensions));
     let k = 0;
     const similarity = chunked.chunkTexts.map((chunks) => chunks.map(() => dot(queryVector!, chunkVectors[k++]!)));

@@ -38,6 +38,15 @@ export const ModelSettingsSchema = z
     sparse: z
       .object({ recipe: z.string().min(1), k1: z.number().positive(), b: z.number().min(0).max(1), avg_len: z.number().positive(), idf: z.string().min(4), weight: z.string().min(4).optional() })
       .optional(),
+    /**
+     * The folder's document form (model/document_form.py): `task: retrieval/document` at full width
+     * sends `marker` in place of the first id (`replaces`, [CLS]), and the graph answers a vector
+     * whose lexical part keeps its length (a query · document product then weighs term matches as
+     * BM25 does); absent: documents get the same vector as queries.
+     */
+    document_form: z
+      .object({ marker: z.number().int().min(0), replaces: z.number().int().min(0), full_width_only: z.boolean().default(true) })
+      .optional(),
     /** The folder's int8 graph and what it costs in quality (model/quantize_graph.py): `--dtype auto` reads it on a CPU; absent: none. */
     quantized: z
       .object({

@@ -8,7 +8,7 @@ import type { Embedder } from '../../src/embedder/types.ts';
 
 const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
   layout: { transformer: number; static: number; lexical: number; matryoshka: number[] };
-  cases: { text: string; ids: number[]; vector_head: number[]; vector_tail: number[] }[];
+  cases: { text: string; ids: number[]; vector_head: number[]; vector_tail: number[]; document_head: number[]; document_tail: number[] }[];
 };
 
 let embedder: Embedder;
@@ -46,6 +46,25 @@ describe('bundled legal-2-embedder', () => {
       c.vector_head.forEach((x, k) => expect(v[k], c.text).toBeCloseTo(x, 4));
       c.vector_tail.forEach((x, k) => expect(v[v.length - 8 + k], c.text).toBeCloseTo(x, 4));
     });
+  });
+
+  it('gives documents the document form the training recipe computes (task retrieval/document, full width)', async () => {
+    expect(embedder.settings.document_form).toEqual({ marker: 2, replaces: 101, full_width_only: true });
+    const { vectors, inputTokens } = await embed(parity.cases.map((c) => c.text), { task: 'retrieval/document' });
+    expect(inputTokens).toBe(parity.cases.reduce((n, c) => n + c.ids.length, 0));
+    parity.cases.forEach((c, i) => {
+      const v = vectors[i]!;
+      expect(Math.sqrt(dot(v, v)), c.text).toBeCloseTo(1, 5);
+      c.document_head.forEach((x, k) => expect(v[k], c.text).toBeCloseTo(x, 4));
+      c.document_tail.forEach((x, k) => expect(v[v.length - 8 + k], c.text).toBeCloseTo(x, 4));
+    });
+  });
+
+  it('gives documents the query form below full width (a Matryoshka prefix of the document form ranks worse)', async () => {
+    const text = parity.cases[0]!.text;
+    const [asDocument] = (await embed([text], { task: 'retrieval/document', dimensions: 512 })).vectors;
+    const [asText] = (await embed([text], { dimensions: 512 })).vectors;
+    expect(Array.from(asDocument!)).toEqual(Array.from(asText!));
   });
 
   it('ranks the matching provision first for legal queries', async () => {
