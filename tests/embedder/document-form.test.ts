@@ -57,7 +57,7 @@ describe('the embedder asks for the document form', () => {
     const backend = createFakeBackend();
     const settings = fakeSettings({ ...form, reranking: { weights: { intercept: 0, cosine: 1, lexical: 0 } } });
     const embedder = createEmbedder(settings, backend);
-    const r = await embedder.reranker!.rerank({ query: 'lease', texts: ['lease term', 'rent due'], chunking: { size: 6, overlap: 0 }, method: 'cosine' });
+    const r = await embedder.reranker!.rerank({ query: 'lease', texts: ['lease term', 'rent due'], chunking: { size: 6, overlap: 0 }, method: 'auto' });
     expect(r.ok).toBe(true);
     const sent = backend.calls.flat();
     expect(sent.map((s) => s[0])).toEqual([CLS, 2, 2]);
