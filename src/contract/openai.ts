@@ -50,7 +50,7 @@ export function createOpenAIEmbeddingRequestSchema(modelName: string) {
       input_type: z
         .enum(INPUT_TYPES, { error: 'must be "query" or "document"' })
         .optional()
-        .describe('An extension: "query" for search queries, "document" for the texts searched; absent: no task prompt.'),
+        .describe('An extension: "query" for search queries, "document" for the texts searched (the bundled models embed documents in their document form); absent: no task.'),
       output_dtype: oneOf(OUTPUT_DTYPES)
         .default('float')
         .describe('An extension, as on /v1/embeddings: float, int8, uint8, binary or ubinary; with encoding_format "base64" the integers are sent as one byte each.'),

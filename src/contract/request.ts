@@ -32,7 +32,12 @@ export function createEmbeddingRequestSchema(modelName: string = DEFAULT_MODEL_N
     {
       model: z.literal(modelName, { error: required(`must be "${modelName}"`) }).describe('The embedding model to use.'),
       texts: TextsSchema.describe(`The text or texts to embed: a string, or an array of 1 to ${MAX_TEXTS_PER_REQUEST} strings, each with a non-whitespace character.`),
-      task: oneOf(TASKS, ' or null').nullable().default(null),
+      task: oneOf(TASKS, ' or null')
+        .nullable()
+        .default(null)
+        .describe(
+          'retrieval/query for searches, retrieval/document for the texts searched (a model folder may give documents their own form at full width: the bundled models do, and rank better for it); null: neither (the query form).',
+        ),
       overflow_strategy: z
         .enum(OVERFLOW_STRATEGIES, { error: 'must be "drop_end" or null' })
         .nullable()
