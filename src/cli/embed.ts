@@ -34,7 +34,7 @@ export const EMBED_OPTIONS = {
   },
   'id-field': { value: z.string().min(1), default: 'id', help: 'id field (JSONL) or column (CSV)' },
   'text-field': { value: z.string().min(1), default: 'text', help: 'text field (JSONL) or column (CSV)' },
-  task: { value: z.union([z.literal(''), z.enum(TASKS)], { error: `must be ${TASKS.join(' or ')}` }), default: '', help: 'retrieval/query or retrieval/document (default: none)' },
+  task: { value: z.union([z.literal(''), z.enum(TASKS)], { error: `must be ${TASKS.join(' or ')}` }), default: '', help: 'retrieval/document for a corpus to search (the bundled models then embed it in their document form, which ranks better), retrieval/query for queries (default: none, the query form)' },
   dimensions: { value: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer' }), default: '', help: "embedding dimensions (default: the model's default)" },
   'batch-size': { value: integerIn(1, 1024), default: '64', help: 'texts (or chunks) per batch written to the output: one embed call locally (the model batches them further by tokens), one request remotely (at most 128)' },
   'chunk-tokens': { value: z.union([z.literal(''), z.coerce.number().int().min(1)], { error: 'must be a positive integer (tokens)' }), default: '', help: `cut each text into chunks of at most N tokens, one output row per chunk with its character offsets (local model only; at most what the model reads of a document; documents: default ${DOCUMENT_CHUNK_TOKENS})` },
