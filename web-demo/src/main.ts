@@ -12,6 +12,8 @@ import pdfWorkerUrl from 'pdfjs-dist/build/pdf.worker.min.mjs?url';
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 let worker: Worker;
 let passageVectors: number[][] = [];
+/** The passages read as queries: the heat map's rows. */
+let passageQueryVectors: number[][] = [];
 let nextId = 0;
 const waiting = new Map<number, (m: FromWorker) => void>();
 
@@ -43,6 +45,9 @@ function start(mode: Mode) {
       setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms. Embedding ${PASSAGES.length} passages…`);
       const t = await embed(PASSAGES.map((p) => p.text), 'retrieval/document');
       passageVectors = t.vectors;
+      // The heat map's rows read each passage as a query: two document-form vectors share a slack
+      // component (docs/api.md, Tasks) that would inflate passage · passage.
+      passageQueryVectors = (await embed(PASSAGES.map((p) => p.text), 'retrieval/query')).vectors;
       const identity = m.modelId ? ` Model ${m.modelId}${m.fingerprint ? ` (${m.fingerprint})` : ''}.` : '';
       setStatus(`Backend: ${m.backend} — ${m.reason}. Loaded in ${m.loadMs.toFixed(0)} ms; ${PASSAGES.length} passages embedded in ${t.ms.toFixed(0)} ms.${identity}`);
       renderHeatmap(null);
@@ -92,8 +97,10 @@ async function search(query: string) {
 }
 
 function renderHeatmap(q: number[] | null) {
-  const rows = [...(q ? [{ label: 'query', v: q }] : []), ...PASSAGES.map((p, i) => ({ label: p.source, v: passageVectors[i]! }))];
-  const color = (s: number) => `hsl(210, 80%, ${Math.round(97 - Math.max(0, s) * 55)}%)`;
+  const rows = [...(q ? [{ label: 'query', v: q }] : []), ...PASSAGES.map((p, i) => ({ label: p.source, v: passageQueryVectors[i]! }))];
+  // Shaded against the map's largest score: a query's score against a document depends on the model (v4.3's are ~0.2–0.6).
+  const top = Math.max(1e-6, ...rows.flatMap((r) => passageVectors.map((pv) => dot(r.v, pv))));
+  const color = (s: number) => `hsl(210, 80%, ${Math.round(97 - Math.max(0, s / top) * 55)}%)`;
   const head = `<tr><th></th>${PASSAGES.map((p) => `<th title="${p.source}">${p.id.split('-')[0]}</th>`).join('')}</tr>`;
   const body = rows
     .map((r) => `<tr><th title="${r.label}">${r.label}</th>${passageVectors.map((pv) => { const s = dot(r.v, pv); return `<td style="background:${color(s)}" title="${s.toFixed(3)}">${s.toFixed(2)}</td>`; }).join('')}</tr>`)
