@@ -47,6 +47,7 @@ card. The folder is rewritten in place.
 """
 import argparse
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -381,10 +382,18 @@ TABLES = ("lexical.bucket", "lexical.weight", "lexical.k1_plus_1", "lexical.k1_f
 
 
 def graph_initializers(folder):
+    """The lexical tables and rotation of a folder's graph, or None; loaded once per file version
+    (read_tables and read_bm25 both read them)."""
+    path = os.path.join(folder, "onnx", "model.onnx")
+    stat = os.stat(path)
+    return _graph_initializers(os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _graph_initializers(path, mtime_ns, size):
     import onnx
     from onnx import numpy_helper
-    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
-            if t.name in TABLES}
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer if t.name in TABLES}
     return init if len(init) == len(TABLES) else None
 
 

@@ -86,23 +86,26 @@ def spread(vectors):
     return out
 
 
-def served_forms(dense, lexical, g, rotation, m_x2):
-    """The served vectors in numpy (the graph's arithmetic): `dense` the dense parts times their
-    shares' roots, `lexical` the unit lexical part times its share's root, g per text, `rotation`
-    the Matryoshka M. Returns (query form, document form), each row unit length."""
-    queries = np.concatenate([dense, lexical], axis=1) @ rotation
-    queries[:, -1] = 0.0
-    queries /= np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)  # the embedder normalises
-    head = (np.concatenate([dense, lexical * np.asarray(g)[:, None]], axis=1) @ rotation)[:, :-1]
-    slack = np.sqrt(np.maximum(m_x2 - (head ** 2).sum(1), 0))
-    return spread(queries), spread(np.concatenate([head, slack[:, None]], axis=1) / np.sqrt(m_x2))
-
-
 def form_constants(record):
     """(c, g_max, Mx²) of a folder's training record (its "document_form" and shares)."""
     form = record["document_form"]
     max_lexical = max(record["shares"]["long"][2], record["shares"]["short"][2])
     return form["c"], form["g_max"], 1 + max_lexical * (form["g_max"] ** 2 - 1)
+
+
+def served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, rotation, document):
+    """The served vectors in numpy (the graph's arithmetic): `dense` the dense parts times their
+    shares' roots, `lexical` the unit lexical part times its share's root, `rotation` the
+    Matryoshka M; the document form when `document`, else the query form. Rows unit length."""
+    if not document:
+        out = np.concatenate([dense, lexical], axis=1) @ rotation
+        out[:, -1] = 0.0
+        return spread(out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12))  # the embedder normalises
+    c, g_max, m_x2 = form_constants(record)
+    g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b) / c, g_max)
+    head = (np.concatenate([dense, lexical * g[:, None]], axis=1) @ rotation)[:, :-1]
+    slack = np.sqrt(np.maximum(m_x2 - (head ** 2).sum(1), 0))
+    return spread(np.concatenate([head, slack[:, None]], axis=1) / np.sqrt(m_x2))
 
 
 def set_bm25(graph, k1, b, avg_len):
@@ -146,8 +149,10 @@ def add_document_form(graph_model, marker, cls, c, g_max, max_lexical_share):
     n = helper.make_node
     expand = next(x for x in g.node if OUTPUT in x.output)
     expand.input[list(expand.input).index("matryoshka.vector")] = p("vector")
-    g.node.extend([
-        # the marker at position 0 asks for the document form; [CLS] goes back in its place
+    # the marker at position 0 asks for the document form; [CLS] goes back in its place. These read
+    # the graph's input only, so they go first; the rest reads the lexical part and goes last,
+    # with the output's Expand moved after it (the nodes stay in topological order).
+    repair = [
         n("Slice", ["input_ids", p("start0"), p("start1"), p("axis1")], [p("first")]),  # B×1
         n("Equal", [p("first"), p("marker")], [p("is_document_bool")]),
         n("Where", [p("is_document_bool"), p("cls"), p("first")], [p("first_clean")]),
@@ -155,6 +160,8 @@ def add_document_form(graph_model, marker, cls, c, g_max, max_lexical_share):
         n("Concat", [p("first_clean"), p("rest")], [p("input_ids")], axis=1),
         n("Cast", [p("is_document_bool")], [p("is_document")], to=TensorProto.FLOAT),
         n("Unsqueeze", [p("is_document"), p("axis2")], [p("is_document3")]),  # B×1×1
+    ]
+    form = [
         # g = min(|l_raw| / c, g_max); the document's parts with the lexical one times g, turned by M
         n("Div", ["lexical.norm_raw", p("c")], [p("g_raw")]),
         n("Min", [p("g_raw"), p("g_max")], [p("g")]),
@@ -184,35 +191,11 @@ def add_document_form(graph_model, marker, cls, c, g_max, max_lexical_share):
         n("Slice", [p("chosen"), p("spread_start"), p("end_all"), p("axis_last")], [p("tail")]),
         n("MatMul", [p("tail"), p("hadamard")], [p("tail_spread")]),
         n("Concat", [p("kept"), p("tail_spread")], [p("vector")], axis=-1),
-    ])
-    # the appended nodes read each other out of order (the ids' repair feeds the dense graph): sort them
-    nodes = topological(list(g.node))
+    ]
+    nodes = [x for x in g.node if x is not expand]
     del g.node[:]
-    g.node.extend(nodes)
+    g.node.extend(repair + nodes + form + [expand])
     return m_x
-
-
-def topological(nodes):
-    """The nodes in an order where each comes after the producers of its inputs (stable otherwise)."""
-    produced = {o: k for k, x in enumerate(nodes) for o in x.output}
-    done, out, seen = set(), [], set()
-
-    def visit(k):
-        if k in done:
-            return
-        if k in seen:
-            raise SystemExit("the graph has a cycle")
-        seen.add(k)
-        for i in nodes[k].input:
-            if i in produced:
-                visit(produced[i])
-        done.add(k)
-        out.append(nodes[k])
-    import sys
-    sys.setrecursionlimit(max(10000, 4 * len(nodes)))
-    for k in range(len(nodes)):
-        visit(k)
-    return out
 
 
 def main():

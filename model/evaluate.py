@@ -68,12 +68,12 @@ def is_static_folder(folder):
         return json.load(f).get("num_hidden_layers", 0) == 0
 
 
-def static_embed_fn(folder, max_tokens=None, document=False):
+def static_embed_fn(folder, max_tokens=None):
     """A static folder served as its recipe: the int8 table summed in numpy, and after
     model/add_lexical.py its lexical part beside it and the Matryoshka rotation after them
     ([sqrt(ws)·s/|s|, sqrt(wl)·l/|l|] · M, the graph's arithmetic, from the graph's own tables), so
-    no onnxruntime is needed. document: as `task: retrieval/document` at full width (the folder's
-    document form, model/document_form.py, where it has one)."""
+    no onnxruntime is needed. Its `.document` embeds as `task: retrieval/document` at full width
+    (the folder's document form, model/document_form.py, where it has one)."""
     table, tok, served = load_static_model(folder)
     max_tokens = max_tokens or served
     lexical = load_lexical(folder)
@@ -85,20 +85,19 @@ def static_embed_fn(folder, max_tokens=None, document=False):
     with open(f"{folder}/training.json") as f:
         record = json.load(f)
 
-    def run(texts, dims=None):
+    def run(texts, dims=None, document=False):
         ids = [encode_capped(tok, t, max_tokens) for t in texts]
         w = shares.at([counted_length(i, weight) for i in ids])
         dense = np.sqrt(w[:, 1:2]) * embed(table, tok, texts, max_tokens)
         lexical = np.sqrt(w[:, 2:3]) * lexical_part(ids, bucket, weight, avg_len, k1, b)
         if "document_form" in record:
-            from document_form import form_constants, raw_norms, served_forms
-            c, g_max, m_x2 = form_constants(record)
-            g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b) / c, g_max)
-            out = served_forms(dense, lexical, g, rotation, m_x2)[1 if document and not dims else 0]
+            from document_form import served_form
+            out = served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, rotation, document and not dims)
         else:
             out = np.concatenate([dense, lexical], axis=1) @ rotation
         out = out[:, :dims] if dims else out
         return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    run.document = lambda texts, dims=None: run(texts, dims, document=True)
     return run
 
 
@@ -116,12 +115,12 @@ def load_lexical(folder):
     return (*read_tables(folder), Shares.of(training))
 
 
-def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0, document=False):
+def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0):
     """A transformer folder served as lexembed serves it: its ONNX file through onnxruntime,
-    WordPiece ids truncated keeping [SEP], mean pooling over the mask, L2 normalisation.
-    document: the texts are embedded as `task: retrieval/document` at full width, i.e. in the
-    folder's document form where it has one (lexembed.json "document_form", model/document_form.py:
-    its marker piece in place of [CLS])."""
+    WordPiece ids truncated keeping [SEP], mean pooling over the mask, L2 normalisation. Its
+    `.document` embeds as `task: retrieval/document` at full width, i.e. in the folder's document
+    form where it has one (lexembed.json "document_form", model/document_form.py: its marker piece
+    in place of [CLS]), through the same session."""
     import onnxruntime as ort
     with open(f"{folder}/lexembed.json") as f:
         settings = json.load(f)
@@ -133,11 +132,11 @@ def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0, document=False)
     tok = load_tokenizer(folder)
     inputs = {i.name for i in session.get_inputs()}
 
-    form = settings.get("document_form") if document else None
+    form = settings.get("document_form")
 
-    def run(texts, dims=None):
+    def run(texts, dims=None, document=False):
         ids = [encode_capped(tok, t, max_tokens) for t in texts]
-        if form and not dims:
+        if document and form and not dims:
             for i in ids:
                 assert i[0] == form["replaces"], "a text's ids must start with the piece the marker replaces"
                 i[0] = form["marker"]
@@ -160,6 +159,7 @@ def onnx_embed_fn(folder, max_tokens=None, file=None, threads=0, document=False)
         if dims:
             out = out[:, :dims]
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    run.document = lambda texts, dims=None: run(texts, dims, document=True)
     return run
 
 
@@ -223,7 +223,7 @@ def embed_prompted(embed_fn, queries, corpus, dims=None, prompts=None):
     """Query and document vectors, each text after its task's prompt (served_prompts) as the server puts it."""
     prompts = prompts or {}
     prompted = lambda texts, prompt: [prompt + t for t in texts] if prompt else texts
-    document_fn = getattr(embed_fn, "document", embed_fn)  # the folder's document form (onnx_embed_fn(document=True))
+    document_fn = getattr(embed_fn, "document", embed_fn)  # the folder's document form (onnx_embed_fn's, static_embed_fn's)
     return (embed_fn(prompted(queries, prompts.get("retrieval/query", "")), dims),
             document_fn(prompted(corpus, prompts.get("retrieval/document", "")), dims))
 
@@ -331,10 +331,8 @@ def evaluate_folder(data, model, json_path=None, bm25_from=None, dims=None, max_
         by_source[row[0]].append(row)
     if is_static_folder(model):
         embed_fn = static_embed_fn(model, max_tokens)
-        embed_fn.document = static_embed_fn(model, max_tokens, document=True)
     else:
         embed_fn = onnx_embed_fn(model, max_tokens, onnx_file)
-        embed_fn.document = onnx_embed_fn(model, max_tokens, onnx_file, document=True)
     prompts = served_prompts(model)
     results = {source: evaluate_source(by_source[source], embed_fn, dims, bm25.get(source), dtypes, prompts) for source in sorted(by_source)}
     print_report(results)

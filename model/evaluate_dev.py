@@ -128,7 +128,7 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
         raise SystemExit(f"evaluate_dev.py: --graph {graph}: {model} is a static model (no ONNX graph is run)")
     embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model, file=graph)
     # passages as the server embeds `task: retrieval/document` (the folder's document form, if any)
-    document_fn = static_embed_fn(model, document=True) if is_static_folder(model) else onnx_embed_fn(model, file=graph, document=True)
+    document_fn = getattr(embed_fn, "document", embed_fn)
     key = model_key(model, graph or "model.onnx")
     listed = served_prefixes(model) if prefixes else []
     results = {}
@@ -144,10 +144,10 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
         q = cached_vectors(model, key, name, kind, [query_prompt + x["text"] for x in queries], embed_fn, use_cache)
         row = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25_figures(scorer, name, corpus, queries, qrels, max_queries),
                "model": score(scorer, dense_ranking(scorer, q, d, ids), queries, qrels), "seconds": round(time.time() - t0, 1)}
-        # documents in the query form: what the server gives below full width (the document form is
-        # full-width only), and the parts --mix weighs afresh (each a unit vector, as in the query form)
-        dq = d if not served_document_form(model) else cached_vectors(
-            model, key, name, "corpus-query-form", [document_prompt + x["text"] for x in corpus], embed_fn, use_cache)
+        # documents in the query form (for --mix and --prefixes only): what the server gives below
+        # full width (the document form is full-width only), and the parts --mix weighs afresh
+        dq = d if not (served_document_form(model) and (mix or listed)) else cached_vectors(
+            model, key, name, QUERY_FORM_CORPUS, [document_prompt + x["text"] for x in corpus], embed_fn, use_cache)
         if dq is not d:  # what a client that embeds passages without `task: retrieval/document` gets
             row["documents_in_query_form"] = score(scorer, dense_ranking(scorer, q, dq, ids), queries, qrels)
         if mix:
@@ -263,6 +263,9 @@ def served_ids(folder, dev=DEFAULT_DEV, tasks=None):
         ids = {kind: [encode_capped(tok, prompts[task] + x["text"], max_tokens) for x in items]
                for kind, items, task in (("corpus", corpus, "retrieval/document"), ("queries", queries, "retrieval/query"))}
         yield name, corpus, queries, qrels, ids
+
+
+QUERY_FORM_CORPUS = "corpus-query-form"  # the cache's name for a document-form folder's passages in the query form
 
 
 def served_document_form(folder):

@@ -10,7 +10,7 @@ vectors, whose Matryoshka rotation is orthogonal and leaves it unchanged.
     python3 model/hybrid_parts.py --model models/legal-2-embedder --out parts.npz [--check]
 
 writes the tables (the graph's own initialisers) to one .npz a GPU machine can carry; --check
-compares the torch parts with the served vectors' parts (evaluate_dev.py's cache of the folder) on
+compares the torch parts with the served graph's own parts (before its rotation; no cache needed) on
 a sample of dev texts.
 """
 import argparse
@@ -89,21 +89,22 @@ class FixedParts:
 
 
 def check(folder, parts_path, samples=300):
-    """The torch parts against the served vectors' parts (evaluate_dev.py's cached dev vectors)."""
-    from evaluate_dev import CACHE, model_key, parts, served_ids
+    """The torch parts against the served graph's own parts (its "matryoshka.parts", before the
+    rotation: matryoshka.graph_parts) on the first `samples` dev texts of each task and kind."""
+    from evaluate_dev import served_ids
+    from matryoshka import graph_parts
     from bert import pad_table
-    key = model_key(folder)
+    with open(os.path.join(folder, "training.json")) as f:
+        record = json.load(f)["hybrid"]
+    split, buckets = record["transformer_dims"], record["lexical"]["buckets"]
+    unit = lambda m: m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)  # noqa: E731
     fixed = FixedParts(parts_path, "cpu")
     worst = {}
     for task, _, _, _, ids_of in served_ids(folder):
         for kind, ids in ids_of.items():
-            path = os.path.join(CACHE, f"{key}.{task}.{kind}.npy")  # queries without a prompt (the cache names a prompt)
-            if not os.path.exists(path):
-                print(f"no cached vectors at {path}: run evaluate_dev.py --model {folder} first")
-                continue
-            served = parts(folder, np.load(path)[:samples])
+            served = graph_parts(folder, ids[:samples])
             s, l, _ = fixed.encode(pad_table(ids[:samples])[0])
-            for name, mine, theirs in (("static", s, served[1]), ("lexical", l, served[2])):
+            for name, mine, theirs in (("static", s, unit(served[:, split:-buckets])), ("lexical", l, unit(served[:, -buckets:]))):
                 worst[f"{task} {kind} {name}"] = float((mine.numpy() * theirs).sum(1).min())
     for k, v in worst.items():
         print(f"{k:<40} min cosine {v:.6f}")

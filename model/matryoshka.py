@@ -260,10 +260,8 @@ def recipe_vectors(folder, settings, record, ids, m):
     lexical = lexical_part(ids, bucket, weight, avg_len, k1, b) * np.sqrt(shares[:, 2:3])
     if not record.get("document_form"):
         return np.concatenate([dense, lexical], axis=1) @ m, None
-    from document_form import form_constants, raw_norms, served_forms
-    c, g_max, m_x2 = form_constants(record)
-    g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b) / c, g_max)
-    return served_forms(dense, lexical, g, m, m_x2)
+    from document_form import served_form
+    return tuple(served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, m, d) for d in (False, True))
 
 
 def write_parity(path, folder, settings, m, load_tokenizer):

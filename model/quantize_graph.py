@@ -88,8 +88,8 @@ def min_cosine(folder, file, texts):
     """The least cosine between onnx/model.onnx's vectors and onnx/<file>'s over `texts`, as
     queries and as documents (the document form, model/document_form.py, where the folder has one)."""
     from evaluate import onnx_embed_fn
-    return min(float((onnx_embed_fn(folder, document=d)(texts) * onnx_embed_fn(folder, file=file, document=d)(texts)).sum(1).min())
-               for d in (False, True))
+    full, other = onnx_embed_fn(folder), onnx_embed_fn(folder, file=file)
+    return min(float((full(texts, document=d) * other(texts, document=d)).sum(1).min()) for d in (False, True))
 
 
 def write_settings(folder, settings):

@@ -96,8 +96,11 @@ class DocumentFormGraph(unittest.TestCase):
         self.assertAlmostEqual(float(spread(query[None])[0, -1]), 0.0, places=6)
         self.assertGreater(float(spread(document[None])[0, -1]), 0.0)
         self.assertFalse(np.allclose(query, document))
-        # the marker anywhere but position 0 is an ordinary (weightless) piece
-        self.assertFalse(np.allclose(run([1, 2, 5, 3]), run([2, 2, 5, 3])))
+        # the marker anywhere but position 0 is an ordinary piece: the query form, the dense part reading its row
+        later = run([1, 2, 5, 3])
+        self.assertAlmostEqual(float(spread(later[None])[0, -1]), 0.0, places=6)
+        dense_later = table[[1, 2, 5, 3]].sum(0)
+        np.testing.assert_allclose(later[:width_dense] / np.linalg.norm(later), np.sqrt(0.4) * dense_later / np.linalg.norm(dense_later), atol=1e-5)
 
 
 if __name__ == "__main__":
