@@ -57,18 +57,22 @@ import time
 import numpy as np
 
 from legal_data import SPECIAL_PIECES, UNUSED_PIECE, data_fingerprint, encode_capped, split_pairs
+from stem_classes import canonical_ids
 
 OUTPUT = "last_hidden_state"
 K1, B = 1.2, 0.75
 IDF_POWER = 0.5
 RECIPE = "bm25-pieces-v2"
+STEM_RECIPE = "bm25-stem-classes-v3"  # --stems: whole-word pieces counted by Snowball stem class
 
 
-def piece_statistics(tok, data_dir, max_tokens, log=print):
+def piece_statistics(tok, data_dir, max_tokens, log=print, canonical=None):
     """(idf per word piece, unique texts, mean pieces per text) over the training split's unique
-    texts; special and [unusedN] pieces get idf 0 (they carry no words). Cached under model/work
-    by the data's and vocabulary's fingerprints (the pass takes ~2 min)."""
-    key = hashlib.sha256(json.dumps([data_fingerprint(data_dir), tok.vocab, max_tokens]).encode()).hexdigest()[:16]
+    texts; special and [unusedN] pieces get idf 0 (they carry no words). With `canonical`
+    (model/stem_classes.py) a stem class is one term: its pieces share the class's document
+    frequency. Cached under model/work by the data's and vocabulary's fingerprints (the pass takes ~2 min)."""
+    classes = None if canonical is None else hashlib.sha256(np.asarray(canonical, dtype="<i8").tobytes()).hexdigest()
+    key = hashlib.sha256(json.dumps([data_fingerprint(data_dir), tok.vocab, max_tokens] + ([classes] if classes else [])).encode()).hexdigest()[:16]
     cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", f"piece-statistics-{key}.npz")
     if os.path.exists(cache):
         hit = np.load(cache)
@@ -83,9 +87,11 @@ def piece_statistics(tok, data_dir, max_tokens, log=print):
                 continue
             seen.add(t)
             ids = encode_capped(tok, t, max_tokens)
-            df[list(set(ids))] += 1
+            df[list(set(canonical_ids(ids, canonical).tolist()))] += 1
             pieces += len(ids) - 2
     n = len(seen)
+    if canonical is not None:
+        df = df[canonical]  # every piece of a class: the class's frequency
     idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
     for piece in SPECIAL_PIECES:
         if piece in tok.ids:
@@ -132,41 +138,52 @@ def counted_length(ids, weight):
     return float((weight[np.asarray(ids, dtype=np.int64)] != 0).sum())
 
 
-def balanced_buckets(idf, buckets):
-    """Pieces sorted by idf (rarest first, ties by id) dealt round-robin into the buckets."""
-    order = np.argsort(-idf, kind="stable")
-    bucket = np.empty(len(idf), dtype=np.int64)
-    bucket[order] = np.arange(len(idf)) % buckets
-    return bucket
+def balanced_buckets(idf, buckets, canonical=None):
+    """Pieces sorted by idf (rarest first, ties by id) dealt round-robin into the buckets; with
+    `canonical`, the classes are dealt (their smallest pieces) and every piece takes its class's."""
+    dealt = np.arange(len(idf)) if canonical is None else np.flatnonzero(canonical == np.arange(len(idf)))
+    order = dealt[np.argsort(-idf[dealt], kind="stable")]
+    bucket = np.zeros(len(idf), dtype=np.int64)
+    bucket[order] = np.arange(len(order)) % buckets
+    return bucket if canonical is None else bucket[canonical]
 
 
-def signed_weights(idf, seed, learned=None):
+def signed_weights(idf, seed, learned=None, canonical=None):
     """sign(p) · idf(p)^½ per piece (or the learned weight, model/train_term_weights.py), the sign
-    random (fixed by the seed); 0 where idf is 0."""
+    random (fixed by the seed; a stem class's pieces take its smallest piece's); 0 where idf is 0."""
     sign = np.random.default_rng(seed).choice([-1.0, 1.0], len(idf))
+    if canonical is not None:
+        sign = sign[canonical]
     magnitude = idf ** IDF_POWER if learned is None else np.where(idf > 0, learned, 0.0)
     return (sign * magnitude).astype(np.float32)
 
 
-def read_term_weights(path, idf):
+def read_term_weights(path, idf, canonical=None):
     """The learned weight per piece (model/train_term_weights.py's .npz), checked against this
-    vocabulary's idf (the run's idf must be the one this folder's pieces get)."""
+    vocabulary's idf (the run's idf must be the one this folder's pieces get) and stem classes."""
     saved = np.load(path)
     weight = saved["weight"].astype(np.float64)
     if weight.shape != idf.shape or not np.allclose(saved["idf"], idf):
         raise SystemExit(f"{path} was learned for another vocabulary or training split "
                          f"({weight.shape[0]} pieces; this folder has {idf.shape[0]}): run model/train_term_weights.py for it")
+    learned_classes = saved["canonical"] if "canonical" in saved.files else None
+    if (learned_classes is None) != (canonical is None) or (canonical is not None and not np.array_equal(learned_classes, canonical)):
+        raise SystemExit(f"{path} was learned {'with' if learned_classes is not None else 'without'} stem classes and this run is "
+                         f"{'with' if canonical is not None else 'without'} them: pass --stems to both scripts or to neither")
     if not np.all(np.isfinite(weight)) or np.any(weight < 0):
         raise SystemExit(f"{path} holds negative or non-finite weights")
-    return weight, int(saved["step"]), hashlib.sha256(open(path, "rb").read()).hexdigest()
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return weight, int(saved["step"]), digest
 
 
-def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B):
-    """The recipe in numpy (what the graph must compute): unit vectors, one row per text."""
+def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B, canonical=None):
+    """The recipe in numpy (what the graph must compute): unit vectors, one row per text; with
+    `canonical` (the folder's stem classes, read_canonical) each class counts as one piece."""
     buckets = int(bucket.max()) + 1
     out = np.zeros((len(ids_list), buckets), dtype=np.float64)
     for row, ids in enumerate(ids_list):
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = canonical_ids(ids, canonical)
         length = float((weight[ids] != 0).sum())
         pieces, tf = np.unique(ids, return_counts=True)
         sat = tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len))
@@ -174,11 +191,12 @@ def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B):
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
-def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None):
+def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, canonical=None):
     """The unhashed weights (src/embedder/sparse.ts's rule): (pieces ascending, values). weighting
     tf: the saturated tf; idf: times the model's term weight (`weight`, read_sparse_weight);
-    relative: times that weight ÷ idf (for a store that multiplies in the corpus's own idf)."""
-    ids = np.asarray(ids, dtype=np.int64)
+    relative: times that weight ÷ idf (for a store that multiplies in the corpus's own idf). With
+    `canonical` (read_sparse_canonical) a stem class is one index, its smallest piece."""
+    ids = canonical_ids(ids, canonical)
     ids = ids[idf[ids] > 0]
     pieces, tf = np.unique(ids, return_counts=True)
     values = tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(ids) / avg_len))
@@ -195,6 +213,13 @@ def read_sparse_table(settings):
     """idf and avg_len from lexembed.json's "sparse" entry (idf as base64 little-endian float32)."""
     sparse = settings["sparse"]
     return np.frombuffer(base64.b64decode(sparse["idf"]), dtype="<f4"), float(sparse["avg_len"])
+
+
+def read_sparse_canonical(settings):
+    """The stem classes (model/stem_classes.py) of lexembed.json's "sparse" entry (base64
+    little-endian int32, the class's smallest piece per piece), or None where it has none."""
+    encoded = settings["sparse"].get("canonical")
+    return None if encoded is None else np.frombuffer(base64.b64decode(encoded), dtype="<i4").astype(np.int64)
 
 
 def read_sparse_weight(settings):
@@ -234,14 +259,15 @@ def strip_lexical(graph_model):
     return True
 
 
-def add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=False):
+def add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=False, canonical=None):
     """Renames the graph's output to dense_hidden and appends the lexical part, the text's shares
     and the (identity) Matryoshka rotation after it. A hybrid's output is its unit parts per token
     (each times the square root of the share export_hybrid.py gave it), so their mean over the mask
     is the dense vector; a static model's is its masked token vectors, whose sum is made a unit
     vector here first. `parts` (3 × width) maps the three shares' square roots onto the components
     (undoing export_hybrid.py's); `shares` is a Shares. The vector is computed once per text and
-    expanded over its tokens (lexembed mean-pools them)."""
+    expanded over its tokens (lexembed mean-pools them). With `canonical` (model/stem_classes.py)
+    the lexical part reads each id as its stem class's smallest piece (one Gather in front)."""
     from onnx import TensorProto, helper, numpy_helper  # onnx only where a graph is written (tests need numpy alone)
     g = graph_model.graph
     producers = [n for n in g.node if OUTPUT in n.output]
@@ -273,8 +299,13 @@ def add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_
         "lexical.width": np.array([width], dtype=np.int64),
         "matryoshka.rotation": np.eye(width, dtype=np.float32),
     }
+    if canonical is not None:
+        inits["lexical.canonical"] = np.asarray(canonical, dtype=np.int64)
     g.initializer.extend(numpy_helper.from_array(v, k) for k, v in inits.items())
     n = helper.make_node
+    ids = "lexical.ids" if canonical is not None else "input_ids"  # what the term counts and tables read
+    if canonical is not None:
+        g.node.append(n("Gather", ["lexical.canonical", "input_ids"], [ids]))
     # The sum over tokens as mask · vectors (MatMul): its result does not depend on how much
     # padding the batch adds (ReduceSum's does, in the last bit), so a text's vector is the same
     # in every batch (lexembed embed --shard relies on that).
@@ -295,15 +326,15 @@ def add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_
         ])
     g.node.extend([
         # tf of each position's piece: how many of the text's positions hold the same id
-        n("Unsqueeze", ["input_ids", "lexical.axis_two"], ["lexical.ids_col"]),  # B×L×1
-        n("Unsqueeze", ["input_ids", "lexical.axis_one"], ["lexical.ids_row"]),  # B×1×L
+        n("Unsqueeze", [ids, "lexical.axis_two"], ["lexical.ids_col"]),  # B×L×1
+        n("Unsqueeze", [ids, "lexical.axis_one"], ["lexical.ids_row"]),  # B×1×L
         n("Equal", ["lexical.ids_col", "lexical.ids_row"], ["lexical.same_bool"]),
         n("Cast", ["lexical.same_bool"], ["lexical.same"], to=TensorProto.FLOAT),  # B×L×L
         n("Mul", ["lexical.same", "lexical.mask_row"], ["lexical.same_kept"]),
         n("ReduceSum", ["lexical.same_kept", "lexical.axis_last"], ["lexical.tf3"], keepdims=1),  # B×L×1
         n("Squeeze", ["lexical.tf3", "lexical.axis_last"], ["lexical.tf"]),  # B×L
         # L: the text's counted pieces; K = k1·(1 − b + b·L/avg_len)
-        n("Gather", ["lexical.counted", "input_ids"], ["lexical.ids_counted"]),
+        n("Gather", ["lexical.counted", ids], ["lexical.ids_counted"]),
         n("Mul", ["lexical.ids_counted", "lexical.mask"], ["lexical.counted_kept"]),
         n("ReduceSum", ["lexical.counted_kept", "lexical.axis_last"], ["lexical.length"], keepdims=1),  # B×1
         n("Mul", ["lexical.length", "lexical.k1_per_length"], ["lexical.k_length"]),
@@ -311,11 +342,11 @@ def add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_
         # each position carries weight·(k1 + 1)/(tf + K): its piece's positions sum to weight·sat(tf)
         n("Add", ["lexical.tf", "lexical.k"], ["lexical.denominator"]),
         n("Div", ["lexical.k1_plus_1", "lexical.denominator"], ["lexical.share"]),
-        n("Gather", ["lexical.weight", "input_ids"], ["lexical.ids_weight"]),
+        n("Gather", ["lexical.weight", ids], ["lexical.ids_weight"]),
         n("Mul", ["lexical.ids_weight", "lexical.mask"], ["lexical.weight_kept"]),
         n("Mul", ["lexical.weight_kept", "lexical.share"], ["lexical.token_weight"]),
         # into the buckets: token weights (B×1×L) · one-hot buckets (B×L×N)
-        n("Gather", ["lexical.bucket", "input_ids"], ["lexical.ids_bucket"]),
+        n("Gather", ["lexical.bucket", ids], ["lexical.ids_bucket"]),
         n("Unsqueeze", ["lexical.ids_bucket", "lexical.axis_last"], ["lexical.ids_bucket3"]),
         n("Equal", ["lexical.ids_bucket3", "lexical.range"], ["lexical.onehot_bool"]),
         n("Cast", ["lexical.onehot_bool"], ["lexical.onehot"], to=TensorProto.FLOAT),
@@ -379,6 +410,7 @@ def read_tables(folder):
 
 
 TABLES = ("lexical.bucket", "lexical.weight", "lexical.k1_plus_1", "lexical.k1_fixed", "lexical.k1_per_length", "matryoshka.rotation")
+OPTIONAL_TABLES = ("lexical.canonical",)  # v4.4's stem classes
 
 
 def graph_initializers(folder):
@@ -393,8 +425,14 @@ def graph_initializers(folder):
 def _graph_initializers(path, mtime_ns, size):
     import onnx
     from onnx import numpy_helper
-    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer if t.name in TABLES}
-    return init if len(init) == len(TABLES) else None
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer if t.name in TABLES + OPTIONAL_TABLES}
+    return init if all(name in init for name in TABLES) else None
+
+
+def read_canonical(folder):
+    """The stem classes the folder's lexical part reads ids through (model/stem_classes.py), or None."""
+    init = graph_initializers(folder)
+    return None if init is None else init.get("lexical.canonical")
 
 
 def bm25_of(init):
@@ -429,6 +467,8 @@ def main():
     p.add_argument("--seed", type=int, default=0, help="seed of the pieces' signs (default 0)")
     p.add_argument("--term-weights", help="the pieces' weights learned by model/train_term_weights.py (.npz) in place of "
                    "idf^½ (the graph's table and lexembed.json's sparse table)")
+    p.add_argument("--stems", action="store_true", help="count the whole-word pieces of one Snowball stem as one term "
+                   "(model/stem_classes.py; the graph and the sparse table carry the classes)")
     p.add_argument("--id", help="the new model id (default: the folder's id with its lexical suffix replaced by '-lexical2')")
     args = p.parse_args()
     import onnx
@@ -505,12 +545,17 @@ def main():
     parts[2, width:] = 1.0
     tok = load_tokenizer(args.folder)
     max_tokens = settings["max_input_tokens"]
-    idf, texts, avg_len = piece_statistics(tok, args.data, max_tokens)
-    bucket = balanced_buckets(idf, args.buckets)
-    learned = read_term_weights(args.term_weights, idf) if args.term_weights else None
-    weight = signed_weights(idf, args.seed, None if learned is None else learned[0])
+    canonical = None
+    if args.stems:
+        from stem_classes import stem_classes
+        canonical = stem_classes(tok.ids)
+    idf, texts, avg_len = piece_statistics(tok, args.data, max_tokens, canonical=canonical)
+    bucket = balanced_buckets(idf, args.buckets, canonical)
+    learned = read_term_weights(args.term_weights, idf, canonical) if args.term_weights else None
+    weight = signed_weights(idf, args.seed, None if learned is None else learned[0], canonical)
+    recipe = RECIPE if canonical is None else STEM_RECIPE
 
-    add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=static)
+    add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=static, canonical=canonical)
     onnx.checker.check_model(graph_model)
     onnx.save(graph_model, graph_path)
 
@@ -534,18 +579,23 @@ def main():
                                f"(model/add_lexical.py), {described} of the score ({shorter} for texts of at most {lengths[0]} "
                                f"word pieces, rising to it at {lengths[1]}; chosen on the dev set of legal questions and the held-out split).")
     # The same table and rule, unhashed, for sparse vectors (POST /v1/embeddings/sparse, src/embedder/sparse.ts)
-    settings["sparse"] = {"recipe": RECIPE, "k1": K1, "b": B, "avg_len": avg_len,
+    settings["sparse"] = {"recipe": recipe, "k1": K1, "b": B, "avg_len": avg_len,
                           "idf": base64.b64encode(idf.astype("<f4").tobytes()).decode("ascii")}
+    if canonical is not None:  # a stem class is one index: its smallest piece
+        settings["sparse"]["canonical"] = base64.b64encode(canonical.astype("<i4").tobytes()).decode("ascii")
     if learned is not None:  # the squared weight is what a matched piece scores (query weight × document weight)
         settings["sparse"]["weight"] = base64.b64encode(np.where(idf > 0, learned[0] ** 2, 0).astype("<f4").tobytes()).decode("ascii")
     write_json("lexembed.json", settings)
     record["weights"] = {"transformer": wt, "static": ws, "lexical": wl}
     record["shares"] = shares.record()
-    record["lexical"] = {"recipe": RECIPE, "buckets": args.buckets, "k1": K1, "b": B, "idf_power": IDF_POWER,
-                         "avg_len": round(avg_len, 3), "assignment": "idf rank modulo buckets, random signs",
+    record["lexical"] = {"recipe": recipe, "buckets": args.buckets, "k1": K1, "b": B, "idf_power": IDF_POWER,
+                         "avg_len": round(avg_len, 3), "assignment": "idf rank modulo buckets, random signs" + ("" if canonical is None else " (per stem class)"),
                          "seed": args.seed, "idf_texts": texts,
                          "idf_from": "legal-pairs training split (unique queries and documents)",
                          "added_by": "model/add_lexical.py"}
+    if canonical is not None:
+        from stem_classes import classes_record
+        record["lexical"]["stems"] = classes_record(canonical)
     if learned is not None:
         record["lexical"]["term_weights"] = {"file": os.path.basename(args.term_weights), "sha256": learned[2], "step": learned[1],
                                              "learned_by": "model/train_term_weights.py", "replaces": "idf^0.5"}

@@ -45,7 +45,8 @@ import random
 
 import numpy as np
 
-from add_lexical import K1, B, OUTPUT, read_tables
+from add_lexical import K1, B, OUTPUT, read_canonical, read_tables
+from stem_classes import canonical_ids
 from legal_data import encode_capped, split_pairs
 
 MARKER = "[unused1]"
@@ -54,12 +55,13 @@ RECIPE = "lexical-norm-slack-v1"
 PREFIX = "lexical.document."
 
 
-def raw_norms(ids_list, bucket, weight, avg_len, k1, b):
-    """|l_raw| per text: the hashed, signed, BM25-saturated piece weights before normalisation."""
+def raw_norms(ids_list, bucket, weight, avg_len, k1, b, canonical=None):
+    """|l_raw| per text: the hashed, signed, BM25-saturated piece weights before normalisation
+    (pieces counted by stem class with `canonical`, as add_lexical.lexical_part counts them)."""
     buckets = int(bucket.max()) + 1
     out = np.zeros(len(ids_list))
     for row, ids in enumerate(ids_list):
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = canonical_ids(ids, canonical)
         length = float((weight[ids] != 0).sum())
         pieces, tf = np.unique(ids, return_counts=True)
         sat = tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len))
@@ -93,16 +95,17 @@ def form_constants(record):
     return form["c"], form["g_max"], 1 + max_lexical * (form["g_max"] ** 2 - 1)
 
 
-def served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, rotation, document):
+def served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, rotation, document, canonical=None):
     """The served vectors in numpy (the graph's arithmetic): `dense` the dense parts times their
     shares' roots, `lexical` the unit lexical part times its share's root, `rotation` the
-    Matryoshka M; the document form when `document`, else the query form. Rows unit length."""
+    Matryoshka M, `canonical` the lexical part's stem classes (or None); the document form when
+    `document`, else the query form. Rows unit length."""
     if not document:
         out = np.concatenate([dense, lexical], axis=1) @ rotation
         out[:, -1] = 0.0
         return spread(out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12))  # the embedder normalises
     c, g_max, m_x2 = form_constants(record)
-    g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b) / c, g_max)
+    g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b, canonical) / c, g_max)
     head = (np.concatenate([dense, lexical * g[:, None]], axis=1) @ rotation)[:, :-1]
     slack = np.sqrt(np.maximum(m_x2 - (head ** 2).sum(1), 0))
     return spread(np.concatenate([head, slack[:, None]], axis=1) / np.sqrt(m_x2))
@@ -230,7 +233,7 @@ def main():
     texts = sorted({t for _, _, t, _ in train})
     random.Random(0).shuffle(texts)
     ids = [encode_capped(tok, t, settings["max_input_tokens"]) for t in texts[: args.sample]]
-    norms = raw_norms(ids, bucket, weight, avg_len, k1, b)
+    norms = raw_norms(ids, bucket, weight, avg_len, k1, b, read_canonical(folder))
     c = float(np.median(norms))
     shares = record["shares"]
     max_lexical = max(shares["long"][2], shares["short"][2])

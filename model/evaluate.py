@@ -79,9 +79,10 @@ def static_embed_fn(folder, max_tokens=None):
     lexical = load_lexical(folder)
     if lexical is None:
         return lambda texts, dims=None: embed(table, tok, texts, max_tokens, dims)
-    from add_lexical import counted_length, lexical_part, read_bm25
+    from add_lexical import counted_length, lexical_part, read_bm25, read_canonical
     bucket, weight, avg_len, rotation, shares = lexical
     k1, b = read_bm25(folder)
+    canonical = read_canonical(folder)
     with open(f"{folder}/training.json") as f:
         record = json.load(f)
 
@@ -89,10 +90,10 @@ def static_embed_fn(folder, max_tokens=None):
         ids = [encode_capped(tok, t, max_tokens) for t in texts]
         w = shares.at([counted_length(i, weight) for i in ids])
         dense = np.sqrt(w[:, 1:2]) * embed(table, tok, texts, max_tokens)
-        lexical = np.sqrt(w[:, 2:3]) * lexical_part(ids, bucket, weight, avg_len, k1, b)
+        lexical = np.sqrt(w[:, 2:3]) * lexical_part(ids, bucket, weight, avg_len, k1, b, canonical)
         if "document_form" in record:
             from document_form import served_form
-            out = served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, rotation, document and not dims)
+            out = served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, rotation, document and not dims, canonical)
         else:
             out = np.concatenate([dense, lexical], axis=1) @ rotation
         out = out[:, :dims] if dims else out

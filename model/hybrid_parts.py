@@ -30,17 +30,19 @@ def export(folder, out):
     """The folder's static table (int8 + row scale), lexical tables and shares, to `out`."""
     import onnx
     from onnx import numpy_helper
-    from add_lexical import read_bm25, read_tables
+    from add_lexical import read_bm25, read_canonical, read_tables
     init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
             if t.name in ("static.weight_int8", "static.weight_row_scale")}
     bucket, weight, avg_len, _ = read_tables(folder)
     k1, b = read_bm25(folder)
+    canonical = read_canonical(folder)
     with open(os.path.join(folder, "training.json")) as f:
         shares = json.load(f)["hybrid"]["shares"]
     np.savez(out, static_int8=init["static.weight_int8"], static_scale=init["static.weight_row_scale"].astype(np.float32),
              bucket=bucket.astype(np.int64), weight=weight.astype(np.float32), avg_len=np.float32(avg_len),
              k1=np.float32(k1), b=np.float32(b), long=np.array(shares["long"], np.float32),
-             short=np.array(shares["short"], np.float32), lengths=np.array(shares["lengths"], np.float32))
+             short=np.array(shares["short"], np.float32), lengths=np.array(shares["lengths"], np.float32),
+             canonical=np.arange(len(weight), dtype=np.int64) if canonical is None else canonical.astype(np.int64))
 
 
 class FixedParts:
@@ -52,6 +54,8 @@ class FixedParts:
         self.static = torch.from_numpy(t["static_int8"].astype(np.float32) * t["static_scale"]).to(device)
         self.bucket = torch.from_numpy(t["bucket"]).to(device)
         self.weight = torch.from_numpy(t["weight"]).to(device)
+        # the lexical part's stem classes (identity for a folder without them, or an older export)
+        self.canonical = torch.from_numpy(t["canonical"] if "canonical" in t.files else np.arange(len(t["weight"]), dtype=np.int64)).to(device)
         self.buckets = int(t["bucket"].max()) + 1
         self.avg_len, self.k1, self.b = float(t["avg_len"]), float(t["k1"]), float(t["b"])
         self.long, self.short = torch.from_numpy(t["long"]).to(device), torch.from_numpy(t["short"]).to(device)
@@ -63,6 +67,7 @@ class FixedParts:
         ids = ids.long()
         mask = (ids != 0).float()
         static = F.normalize((self.static[ids] * mask[..., None]).sum(1), dim=-1)
+        ids = self.canonical[ids]  # the lexical part counts stem classes
         w = self.weight[ids] * mask
         counted = (w != 0).float()
         length = counted.sum(1)

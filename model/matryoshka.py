@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from add_lexical import Shares, counted_length, lexical_part, read_sparse_table, read_tables, sparse_vector
+from add_lexical import Shares, counted_length, lexical_part, read_sparse_canonical, read_sparse_table, read_tables, sparse_vector
 from legal_data import encode_capped, split_pairs
 
 PREFIXES = (32, 64, 128, 256, 512, 1024)
@@ -251,17 +251,18 @@ def recipe_vectors(folder, settings, record, ids, m):
     """The served vectors from the recipe: the graph's dense parts, the lexical part from numpy at
     the share its text's length gives (add_lexical.Shares), the two concatenated and turned by M.
     With a document form (model/document_form.py): (query form, document form), else (vectors, None)."""
-    from add_lexical import read_bm25
+    from add_lexical import read_bm25, read_canonical
     bucket, weight, avg_len, _ = read_tables(folder)
     k1, b = read_bm25(folder)
+    canonical = read_canonical(folder)
     buckets = record["lexical"]["buckets"]
     dense = graph_parts(folder, ids)[:, :-buckets]
     shares = Shares.of(record).at([counted_length(i, weight) for i in ids])
-    lexical = lexical_part(ids, bucket, weight, avg_len, k1, b) * np.sqrt(shares[:, 2:3])
+    lexical = lexical_part(ids, bucket, weight, avg_len, k1, b, canonical) * np.sqrt(shares[:, 2:3])
     if not record.get("document_form"):
         return np.concatenate([dense, lexical], axis=1) @ m, None
     from document_form import served_form
-    return tuple(served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, m, d) for d in (False, True))
+    return tuple(served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, m, d, canonical) for d in (False, True))
 
 
 def write_parity(path, folder, settings, m, load_tokenizer):
@@ -279,10 +280,11 @@ def write_parity(path, folder, settings, m, load_tokenizer):
     buckets = record["lexical"]["buckets"]
     vectors, documents = recipe_vectors(folder, settings, record, ids, m)
     idf, sparse_avg_len = read_sparse_table(settings)
+    classes = read_sparse_canonical(settings)
     ends = lambda v, name: {f"{name}_head": [round(float(x), 6) for x in v[:16]], f"{name}_tail": [round(float(x), 6) for x in v[-8:]]}
 
     def sparse_of(i):
-        pieces, values = sparse_vector(i, idf, sparse_avg_len)
+        pieces, values = sparse_vector(i, idf, sparse_avg_len, canonical=classes)
         return {"indices": pieces.tolist(), "values": [round(float(x), 6) for x in values]}
     fixture["cases"] = [{"text": t, "ids": i, **ends(v, "vector"), **(ends(documents[k], "document") if documents is not None else {}),
                          "sparse": sparse_of(i)}

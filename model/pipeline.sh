@@ -57,11 +57,11 @@ echo "== 1. static model -> $WORK/static"
 echo "== 1a. the lexical part's term weights (model/train_term_weights.py) -> $WORK/term-weights.npz"
 TERMS=()  # the script's defaults are the shipped recipe
 [ "$SMOKE" = 1 ] && TERMS=(--steps 10)
-"$PY" model/train_term_weights.py --data "$DATA" --tokenizer models/legal-2-embedder --out "$WORK/term-weights.npz" "${TERMS[@]}"
+"$PY" model/train_term_weights.py --data "$DATA" --tokenizer models/legal-2-embedder --out "$WORK/term-weights.npz" --stems "${TERMS[@]}"
 
 echo "== 1b. the static model with its lexical part (model/add_lexical.py) -> $WORK/static-lexical"
 rm -rf "$WORK/static-lexical" && cp -r "$WORK/static" "$WORK/static-lexical"
-"$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA" --term-weights "$WORK/term-weights.npz"
+"$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA" --stems --term-weights "$WORK/term-weights.npz"
 "$PY" model/matryoshka.py --model "$WORK/static-lexical" --data "$DATA" "${MATRYOSHKA[@]}"
 "$PY" model/document_form.py --model "$WORK/static-lexical" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation.json" "${EVAL[@]}"
@@ -78,7 +78,7 @@ cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
 # The lexical part is scaled for the shipped static part: strip it, swap the table, add it again.
 "$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --strip
 "$PY" model/rebuild_hybrid.py --hybrid "$WORK/hybrid" --static "$WORK/static"
-"$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --term-weights "$WORK/term-weights.npz"
+"$PY" model/add_lexical.py --hybrid "$WORK/hybrid" --data "$DATA" --stems --term-weights "$WORK/term-weights.npz"
 "$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" "${MATRYOSHKA[@]}"
 echo "== 4g. the document form (model/document_form.py), then the parity fixture from the recipe"
 "$PY" model/document_form.py --model "$WORK/hybrid" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"

@@ -30,15 +30,16 @@ from add_lexical import B, IDF_POWER, K1, piece_statistics, sparse_vector
 from tokenizer_files import load_tokenizer
 from legal_data import SAMPLINGS, epoch_sample, split_pairs
 from questions import QueryMaker
+from stem_classes import stem_classes
 from train_static import encode_cached, key_ids
 
 
-def saturated(batch_ids, idf, avg_len, k1=K1, b=B):
-    """(row, piece, sat) of every distinct counted piece of every text in the batch: the sparse
-    vectors' rule (add_lexical.sparse_vector, weighting tf)."""
+def saturated(batch_ids, idf, avg_len, k1=K1, b=B, canonical=None):
+    """(row, piece, sat) of every distinct counted piece (stem class, with `canonical`) of every
+    text in the batch: the sparse vectors' rule (add_lexical.sparse_vector, weighting tf)."""
     rows, pieces, sats = [], [], []
     for r, ids in enumerate(batch_ids):
-        uniq, sat = sparse_vector(ids, idf, avg_len, k1, b)
+        uniq, sat = sparse_vector(ids, idf, avg_len, k1, b, canonical=canonical)
         rows.append(np.full(len(uniq), r))
         pieces.append(uniq)
         sats.append(sat)
@@ -91,6 +92,8 @@ def main():
     p.add_argument("--k1", type=float, default=K1, help=f"BM25 k1 of the saturation (default {K1})")
     p.add_argument("--b", type=float, default=B, help=f"BM25 b (default {B})")
     p.add_argument("--document-norm", type=float, help="score texts unnormalised, divided by this (the document form's c) instead of as cosines")
+    p.add_argument("--stems", action="store_true", help="count each stem class of whole-word pieces as one term (model/stem_classes.py; "
+                   "for add_lexical.py --stems)")
     p.add_argument("--seed", type=int, default=20261126)
     args = p.parse_args()
 
@@ -99,7 +102,8 @@ def main():
     torch.set_num_threads(max(1, int(os.environ.get("THREADS", os.cpu_count() or 1))))
     t0 = time.time()
     tok = load_tokenizer(args.tokenizer)
-    idf, _, avg_len = piece_statistics(tok, args.data, 512)
+    canonical = stem_classes(tok.ids) if args.stems else None
+    idf, _, avg_len = piece_statistics(tok, args.data, 512, canonical=canonical)
     train, _ = split_pairs(args.data)
     queries, texts = encode_cached(args.cache, tok, train, args.train_tokens)
     query_key = key_ids([q.lower().strip() for _, q, _, _ in train])
@@ -122,8 +126,11 @@ def main():
 
     def save(step):
         w = (base * torch.exp(delta)).detach().numpy()
+        extra = {}
+        if canonical is not None:  # only a class's smallest piece is trained: its pieces share its weight
+            w, extra = w[canonical], {"canonical": canonical}
         tmp = args.out + ".tmp.npz"
-        np.savez(tmp, weight=w, delta=delta.detach().numpy(), step=step, idf=idf, recipe=repr(vars(args)))
+        np.savez(tmp, weight=w, delta=delta.detach().numpy(), step=step, idf=idf, recipe=repr(vars(args)), **extra)
         os.replace(tmp, args.out)
         if args.keep_steps:
             shutil.copyfile(args.out, f"{args.out[:-4]}.step{step}.npz")
@@ -138,7 +145,8 @@ def main():
         qids = [questions.make(train[i][0], queries[i], texts[i], args.question_templates, args.question_crops) for i in idx]
         n = len(idx)
         weight = base * torch.exp(delta)
-        s = similarities(saturated(qids, idf, avg_len, args.k1, args.b), saturated([texts[i] for i in idx], idf, avg_len, args.k1, args.b),
+        s = similarities(saturated(qids, idf, avg_len, args.k1, args.b, canonical),
+                         saturated([texts[i] for i in idx], idf, avg_len, args.k1, args.b, canonical),
                          weight, n, len(base), args.document_norm)
         qk, tk = torch.from_numpy(query_key[idx]), torch.from_numpy(text_key[idx])
         false_negative = ((qk[:, None] == qk[None, :]) | (tk[:, None] == tk[None, :])) & ~torch.eye(n, dtype=torch.bool)

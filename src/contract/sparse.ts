@@ -50,7 +50,7 @@ export type SparseRequest = z.output<ReturnType<typeof createSparseRequestSchema
 
 export const SparseEmbeddingSchema = z.object({
   index: z.number().int().min(0).describe('Position of the text in the request.'),
-  indices: z.array(z.number().int().min(0)).describe('Word-piece ids, ascending, each once.'),
+  indices: z.array(z.number().int().min(0)).describe('Word-piece ids, ascending, each once (with the bundled model a stem class of whole words, such as terminate/terminated/termination, is one index: its smallest piece).'),
   values: z.array(z.number()).describe('The weight of each index, > 0.'),
 });
 export type SparseEmbedding = z.infer<typeof SparseEmbeddingSchema>;

@@ -42,6 +42,19 @@ describe('sparseVector', () => {
     expect(sparseVector([2, 3, 4, 4, 4, 4, 4, 4], table, 'tf').values[0]).toBeLessThan(once);
   });
 
+  it('counts a stem class once, under its smallest piece (v4.4 folders), with that piece\'s idf and weight', () => {
+    // pieces 3 and 4 share a class (canonical 3): "terminate" and "termination", say
+    const classes: SparseTable = { ...learnedTable, idf: new Float32Array([0, 0, 2, 4, 4]), canonical: new Int32Array([0, 1, 2, 3, 3]) };
+    const ids = [0, 3, 2, 4, 4, 1];
+    const tf = sparseVector(ids, classes, 'tf');
+    expect(tf.indices).toEqual([2, 3]);
+    expect(tf.values[1]).toBeCloseTo(saturated(3, 4), 6); // three of the class, as one term
+    expect(sparseVector(ids, classes, 'idf').values[1]).toBeCloseTo(saturated(3, 4) * 2, 6);
+    expect(sparseVector([4, 2], classes, 'tf')).toEqual(sparseVector([3, 2], classes, 'tf'));
+    // without classes the two pieces are two terms
+    expect(sparseVector(ids, { ...classes, canonical: undefined }, 'tf').indices).toEqual([2, 3, 4]);
+  });
+
   it('gives an empty vector for a text of pieces without idf', () => {
     expect(sparseVector([0, 1, 1, 0], table, 'idf')).toEqual({ indices: [], values: [] });
   });
@@ -57,7 +70,17 @@ describe('sparseTableOf', () => {
     expect([...read.weight]).toEqual([...idf]); // no learned table: the weight is idf
     const weight = btoa(String.fromCharCode(...new Uint8Array(learned.buffer.slice(0))));
     expect([...sparseTableOf({ recipe: 'bm25-pieces-v2', k1: 1.2, b: 0.75, avg_len: 4, idf: base64, weight }).weight]).toEqual([...learned]);
-    expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: btoa('abcde') })).toThrow(/not a whole number of float32 values/);
+    expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: btoa('abcde') })).toThrow(/not a whole number of 4-byte values/);
     expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: base64, weight: btoa('abcd') })).toThrow(/sparse.weight holds 1 values and sparse.idf 5/);
+  });
+
+  it('reads stem classes from base64 little-endian int32 and refuses a table of the wrong size or pointing forward', () => {
+    const base64 = btoa(String.fromCharCode(...new Uint8Array(idf.buffer.slice(0))));
+    const int32 = (values: number[]) => btoa(String.fromCharCode(...new Uint8Array(new Int32Array(values).buffer)));
+    const read = sparseTableOf({ recipe: 'bm25-stem-classes-v3', k1: 1.2, b: 0.75, avg_len: 4, idf: base64, canonical: int32([0, 1, 2, 3, 3]) });
+    expect([...read.canonical!]).toEqual([0, 1, 2, 3, 3]);
+    expect(sparseTableOf({ recipe: 'bm25-pieces-v2', k1: 1.2, b: 0.75, avg_len: 4, idf: base64 }).canonical).toBeUndefined();
+    expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: base64, canonical: int32([0, 1, 2]) })).toThrow(/sparse.canonical holds 3 values and sparse.idf 5/);
+    expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: base64, canonical: int32([0, 1, 4, 3, 4]) })).toThrow(/maps piece 2 to 4/);
   });
 });

@@ -26,9 +26,9 @@ export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..
  * @lexembed/legal-2-embedder, a package of its own so the library does not carry 53 MB).
  */
 export const MODELS_DIR = process.env.LEXEMBED_MODELS_DIR || join(PROJECT_ROOT, 'models');
-/** The model `npm start` serves when no --model is given (hybrid: transformer + static + lexical, 1024 dimensions). */
+/** The model `npm start` serves when no --model is given (hybrid: transformer 256 + static 384 + lexical 1,152 = 1,792 dimensions). */
 export const BUNDLED_MODEL_DIR = join(MODELS_DIR, 'legal-2-embedder');
-/** The static model (384 static + 384 lexical = 768 dimensions, ~40x faster, weaker): for the edge's 128 MB isolates and for speed. */
+/** The static model (384 static + 1,152 lexical = 1,536 dimensions, much faster, weaker): for the edge's 128 MB isolates and for speed. */
 export const STATIC_MODEL_DIR = join(MODELS_DIR, 'legal-2-embedder-static');
 /** Tiny random-weight BERT for tests that need a transformer graph quickly. */
 export const TEST_MODEL_DIR = join(PROJECT_ROOT, 'models', 'test-tiny');
