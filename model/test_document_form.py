@@ -52,6 +52,20 @@ class DocumentFormRecipe(unittest.TestCase):
         np.testing.assert_allclose(got, (k1, b, avg), rtol=1e-5)
 
 
+def stand_in_model(table):
+    """A stand-in dense graph for add_lexical.add_to_graph: each token's row of `table`, as the
+    hybrid's per-token unit parts (also model/test_stem_classes.py's)."""
+    import onnx
+    from onnx import TensorProto, helper
+    from add_lexical import OUTPUT
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["dense.table", "input_ids"], [OUTPUT])], "g",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, ["b", "l"]) for n in ("input_ids", "attention_mask")],
+        [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["b", "l", table.shape[1]])],
+        [onnx.numpy_helper.from_array(table, "dense.table")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+
+
 @unittest.skipUnless(importlib.util.find_spec("onnx") and importlib.util.find_spec("onnxruntime"), "needs onnx and onnxruntime")
 class DocumentFormGraph(unittest.TestCase):
     """The graph's nodes on a small folder-less stand-in: a lexical part and rotation built by
@@ -60,7 +74,6 @@ class DocumentFormGraph(unittest.TestCase):
     def test_marker_selects_the_form_and_cls_goes_back(self):
         import onnx
         import onnxruntime as ort
-        from onnx import TensorProto, helper
         from add_lexical import OUTPUT, Shares, add_to_graph
         from document_form import add_document_form
         vocab, width_dense, buckets = 120, 8, 64 + 8  # the spread needs ≥ 64 components; every bucket gets a piece
@@ -68,13 +81,7 @@ class DocumentFormGraph(unittest.TestCase):
         idf = rng.uniform(0.5, 5.0, vocab)
         idf[[0, 1, 2, 3]] = 0.0  # 0 pad, 1 [CLS], 2 marker, 3 [SEP]
         table = rng.normal(size=(vocab, width_dense)).astype(np.float32)
-        # a stand-in dense graph: the token's row of a table, as the hybrid's per-token unit parts
-        graph = helper.make_graph(
-            [helper.make_node("Gather", ["dense.table", "input_ids"], [OUTPUT])], "g",
-            [helper.make_tensor_value_info(n, TensorProto.INT64, ["b", "l"]) for n in ("input_ids", "attention_mask")],
-            [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["b", "l", width_dense])],
-            [onnx.numpy_helper.from_array(table, "dense.table")])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+        model = stand_in_model(table)
         bucket, weight = balanced_buckets(idf, buckets), signed_weights(idf, 0)
         parts = np.zeros((3, width_dense + buckets))
         parts[1, :width_dense] = 1.0

@@ -93,9 +93,9 @@ class StemClassesGraph(unittest.TestCase):
     def test_the_graph_counts_classes_as_the_recipe_does_in_both_forms(self):
         import onnx
         import onnxruntime as ort
-        from onnx import TensorProto, helper
         from add_lexical import OUTPUT, Shares, add_to_graph
         from document_form import add_document_form, served_form
+        from test_document_form import stand_in_model
         vocab, width_dense, buckets = 120, 8, 64 + 8
         rng = np.random.default_rng(5)
         canonical = np.arange(vocab)
@@ -105,12 +105,7 @@ class StemClassesGraph(unittest.TestCase):
         idf[[0, 1, 2, 3]] = 0.0  # 0 pad, 1 [CLS], 2 marker, 3 [SEP]
         idf = idf[canonical]
         table = rng.normal(size=(vocab, width_dense)).astype(np.float32)
-        graph = helper.make_graph(
-            [helper.make_node("Gather", ["dense.table", "input_ids"], [OUTPUT])], "g",
-            [helper.make_tensor_value_info(n, TensorProto.INT64, ["b", "l"]) for n in ("input_ids", "attention_mask")],
-            [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["b", "l", width_dense])],
-            [onnx.numpy_helper.from_array(table, "dense.table")])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+        model = stand_in_model(table)
         bucket, weight = balanced_buckets(idf, buckets, canonical), signed_weights(idf, 0, None, canonical)
         parts = np.zeros((3, width_dense + buckets))
         parts[1, :width_dense] = 1.0
