@@ -46,6 +46,20 @@ describe('POST /v1/embeddings/sparse', () => {
     });
   });
 
+  it("gives a word's inflections one index (the bundled model's stem classes): a query's 'termination' matches a clause's 'terminated'", async () => {
+    const texts = ['termination', 'terminated', 'terminates', 'term'];
+    const body = await (await post('/v1/embeddings/sparse', { model: MODEL, texts })).json();
+    const [termination, terminated, terminates, term] = body.embeddings.map((e: { indices: number[] }) => e.indices);
+    expect(termination).toHaveLength(1);
+    expect(terminated).toEqual(termination);
+    expect(terminates).toEqual(termination);
+    expect(term).toHaveLength(1);
+    expect(term).not.toEqual(termination); // another stem
+    // each is one piece of the tokenizer's own, three different ones
+    const tokens = await (await post('/v1/tokenize', { model: MODEL, texts: texts.slice(0, 3), return_offsets: true })).json();
+    expect(tokens.results.map((r: { tokens: { token: string }[] }) => r.tokens.map((t) => t.token))).toEqual([['termination'], ['terminated'], ['terminates']]);
+  });
+
   it('reads texts as /v1/embeddings does (same usage, truncation), and idf weighting multiplies by the model idf', async () => {
     const long = 'The Lessee shall pay the rent on the first day of each month. '.repeat(100);
     const texts = ['Notice of termination of the lease', long];

@@ -98,7 +98,7 @@ async function search(query: string) {
 
 function renderHeatmap(q: number[] | null) {
   const rows = [...(q ? [{ label: 'query', v: q }] : []), ...PASSAGES.map((p, i) => ({ label: p.source, v: passageQueryVectors[i]! }))];
-  // Shaded against the map's largest score: a query's score against a document depends on the model (v4.3's are ~0.2–0.6).
+  // Shaded against the map's largest score: a query's score against a document depends on the model (v4.3's and v4.4's are ~0.2–0.6).
   const top = Math.max(1e-6, ...rows.flatMap((r) => passageVectors.map((pv) => dot(r.v, pv))));
   const color = (s: number) => `hsl(210, 80%, ${Math.round(97 - Math.max(0, s / top) * 55)}%)`;
   const head = `<tr><th></th>${PASSAGES.map((p) => `<th title="${p.source}">${p.id.split('-')[0]}</th>`).join('')}</tr>`;
