@@ -36,6 +36,7 @@ done
 [ -d "$DEV" ] || { echo "model/pipeline.sh: no dev set at $DEV; pass --dev <legal-eval-dev folder>" >&2; exit 2; }
 [ -d "$DATA" ] || { echo "model/pipeline.sh: no data folder at $DATA; pass --data <legal-pairs folder>" >&2; exit 2; }
 "$PY" -c 'import torch, onnx, onnxruntime' 2>/dev/null || { echo "model/pipeline.sh: $PY lacks torch, onnx or onnxruntime (evaluation runs the served ONNX); see model/README.md for a venv, and pass --python <its python>" >&2; exit 2; }
+"$PY" -c 'import snowballstemmer' 2>/dev/null || "$PY" -c 'import Stemmer' 2>/dev/null || { echo "model/pipeline.sh: $PY lacks a Snowball stemmer for the lexical part's stem classes (--stems): $PY -m pip install snowballstemmer" >&2; exit 2; }
 WORK=model/work
 mkdir -p "$WORK"
 
