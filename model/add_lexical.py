@@ -57,7 +57,7 @@ import time
 import numpy as np
 
 from legal_data import SPECIAL_PIECES, UNUSED_PIECE, data_fingerprint, encode_capped, split_pairs
-from stem_classes import canonical_ids
+from stem_classes import canonical_ids, classes_record, stem_classes
 
 OUTPUT = "last_hidden_state"
 K1, B = 1.2, 0.75
@@ -545,10 +545,7 @@ def main():
     parts[2, width:] = 1.0
     tok = load_tokenizer(args.folder)
     max_tokens = settings["max_input_tokens"]
-    canonical = None
-    if args.stems:
-        from stem_classes import stem_classes
-        canonical = stem_classes(tok.ids)
+    canonical = stem_classes(tok.ids) if args.stems else None
     idf, texts, avg_len = piece_statistics(tok, args.data, max_tokens, canonical=canonical)
     bucket = balanced_buckets(idf, args.buckets, canonical)
     learned = read_term_weights(args.term_weights, idf, canonical) if args.term_weights else None
@@ -594,7 +591,6 @@ def main():
                          "idf_from": "legal-pairs training split (unique queries and documents)",
                          "added_by": "model/add_lexical.py"}
     if canonical is not None:
-        from stem_classes import classes_record
         record["lexical"]["stems"] = classes_record(canonical)
     if learned is not None:
         record["lexical"]["term_weights"] = {"file": os.path.basename(args.term_weights), "sha256": learned[2], "step": learned[1],

@@ -10,7 +10,7 @@ Nothing stems at run time: model/add_lexical.py --stems writes the table into th
 front of the lexical part) and into lexembed.json "sparse".canonical (src/embedder/sparse.ts), so
 the browser, the edge and Node read the same classes. Measured on the dev set (BM25 0.647): the
 sparse vectors with the corpus's idf alone 0.679 -> 0.705, the hybrid's dense vectors 0.673 ->
-0.690 with the v4.3 tables merged by class (model/work/v5/e16.py, e17.py).
+0.690 with the v4.3 tables merged by class (the hybrid's model card has the figures).
 
 Building the table needs a Snowball stemmer: `snowballstemmer` (pure Python, PyPI and Debian's
 python3-snowballstemmer) or PyStemmer; both give the same English stems.
@@ -58,6 +58,6 @@ def canonical_ids(ids, canonical):
 
 def classes_record(canonical):
     """What training.json records about the table."""
-    merged = int((canonical != np.arange(len(canonical))).sum())
+    joined = canonical[canonical != np.arange(len(canonical))]  # each piece that is not its class's smallest: that piece
     return {"stemmer": f"Snowball {ALGORITHM}", "pieces": "whole-word pieces [a-z]+",
-            "merged_pieces": merged, "classes_of_two_or_more": int(len(set(canonical[canonical != np.arange(len(canonical))].tolist())))}
+            "merged_pieces": len(joined), "classes_of_two_or_more": len(np.unique(joined))}

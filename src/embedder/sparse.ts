@@ -44,14 +44,14 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
   const idf = float32Table(settings.idf, 'idf');
   const weight = settings.weight === undefined ? idf : float32Table(settings.weight, 'weight');
   if (weight.length !== idf.length) throw new Error(`lexembed.json sparse.weight holds ${weight.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py`);
-  if (settings.canonical === undefined) return { idf, weight, k1: settings.k1, b: settings.b, avgLength: settings.avg_len };
+  const table = { idf, weight, k1: settings.k1, b: settings.b, avgLength: settings.avg_len };
+  if (settings.canonical === undefined) return table;
   const view = tableBytes(settings.canonical, 'canonical');
-  const canonical = new Int32Array(view.byteLength / 4);
-  for (let i = 0; i < canonical.length; i++) canonical[i] = view.getInt32(i * 4, true);
+  const canonical = Int32Array.from({ length: view.byteLength / 4 }, (_, i) => view.getInt32(i * 4, true));
   if (canonical.length !== idf.length) throw new Error(`lexembed.json sparse.canonical holds ${canonical.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py --stems`);
   const outside = canonical.findIndex((c, i) => c < 0 || c > i);
   if (outside >= 0) throw new Error(`lexembed.json sparse.canonical maps piece ${outside} to ${canonical[outside]}, not a piece at or before it: rebuild the folder with model/add_lexical.py --stems`);
-  return { idf, weight, canonical, k1: settings.k1, b: settings.b, avgLength: settings.avg_len };
+  return { ...table, canonical };
 }
 
 function tableBytes(base64: string, name: string): DataView {
