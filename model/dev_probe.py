@@ -61,9 +61,9 @@ def embed(model, ids_list, device):
 
 
 @torch.no_grad()
-def fixed_parts(fixed, ids_list, device, batch=64):
+def fixed_parts(fixed, ids_list, device, batch=64, document=False):
     from bert import pad_table
-    out = [fixed.encode(pad_table(ids_list[s:s + batch])[0].to(device)) for s in range(0, len(ids_list), batch)]
+    out = [fixed.encode(pad_table(ids_list[s:s + batch])[0].to(device), document) for s in range(0, len(ids_list), batch)]
     return tuple(torch.cat([o[k] for o in out]) for k in range(3))
 
 
@@ -81,7 +81,7 @@ def score(dev_path, parts_path, checkpoints, device, log=print, only=TASKS, json
     tasks = {}
     for task in only:
         corpus, queries, rel = rows(data, f"{task}.corpus"), rows(data, f"{task}.queries"), rows(data, f"{task}.qrels")
-        tasks[task] = (corpus, queries, rel, fixed_parts(fixed, corpus, device), fixed_parts(fixed, queries, device))
+        tasks[task] = (corpus, queries, rel, fixed_parts(fixed, corpus, device, document=True), fixed_parts(fixed, queries, device))
     results = {}
     for path in checkpoints:
         t0 = time.time()

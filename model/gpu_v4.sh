@@ -2,7 +2,8 @@
 # One call on a GPU machine for issue 54 (v4): continue the shipped transformer at GPU scale
 # (batches of 512 pairs + one mined negative each, question-shaped queries) in four runs at once on
 # one GPU, three of them trained partly or wholly on the *hybrid's* score (model/hybrid_parts.py:
-# the transformer beside the served static and lexical parts, so it learns what they miss); each
+# the transformer beside the served static and lexical parts, passages in the folder's document
+# form, so it learns what they miss); each
 # run writes --snapshots fp16 checkpoints; then every snapshot (and the start) is scored on the
 # dev probe (model/dev_probe.py: transformer alone and inside the served hybrid) and the best two
 # by the hybrid's mean come back in 15 MB pieces. Choose and ship on the CPU afterwards
@@ -54,6 +55,9 @@ for run in $RUNS; do
     plainlr) train plainlr --question-templates 0.25 --question-crops 0.25 --ct-lr 2e-4 & ;;
     plainq) train plainq --question-templates 0.5 --question-crops 0.5 & ;;
     hyb25) train hyb25 --question-templates 0.5 --question-crops 0.5 "${hybrid[@]}" --hybrid-loss 0.25 & ;;
+    hyb75q) train hyb75q --question-templates 0.5 --question-crops 0.5 "${hybrid[@]}" --hybrid-loss 0.75 & ;;
+    hybqq) train hybqq --question-templates 0.75 --question-crops 0.75 "${hybrid[@]}" --hybrid-loss 0.5 & ;;
+    hybqlr) train hybqlr --question-templates 0.5 --question-crops 0.5 "${hybrid[@]}" --hybrid-loss 0.5 --ct-lr 5e-5 & ;;
     *) echo "unknown run $run" >&2 ;;
   esac
 done

@@ -5,7 +5,11 @@ transformer can be trained on — and scored by — the hybrid's own score (trai
     score(q, d) = Σ_k sqrt(w_k(q) · w_k(d)) · cos_k(q, d)      k ∈ {transformer, static, lexical}
 
 with each text's shares w(text) by its length (add_lexical.Shares) — the dot product of two served
-vectors, whose Matryoshka rotation is orthogonal and leaves it unchanged.
+vectors, whose Matryoshka rotation is orthogonal and leaves it unchanged. Where the folder has a
+document form (model/document_form.py, v4.3 on), passages are encoded as the server embeds
+`task: retrieval/document`: the lexical part keeps g = min(|l_raw| / c, g_max) of its length and
+the whole product is divided by Mx, so the score is the served query · document product but for
+the slack component the rotation's last column drops (1 of 1,792; document_form.py measured it).
 
     python3 model/hybrid_parts.py --model models/legal-2-embedder --out parts.npz [--check]
 
@@ -36,9 +40,13 @@ def export(folder, out):
     bucket, weight, avg_len, _ = read_tables(folder)
     k1, b = read_bm25(folder)
     canonical = read_canonical(folder)
+    from document_form import form_constants
     with open(os.path.join(folder, "training.json")) as f:
-        shares = json.load(f)["hybrid"]["shares"]
-    np.savez(out, static_int8=init["static.weight_int8"], static_scale=init["static.weight_row_scale"].astype(np.float32),
+        record = json.load(f)["hybrid"]
+    shares = record["shares"]
+    # the document form's constants (c, g_max, Mx²), where the folder has one
+    form = {} if "document_form" not in record else dict(zip(("form_c", "form_g_max", "form_m_x2"), map(np.float32, form_constants(record))))
+    np.savez(out, **form, static_int8=init["static.weight_int8"], static_scale=init["static.weight_row_scale"].astype(np.float32),
              bucket=bucket.astype(np.int64), weight=weight.astype(np.float32), avg_len=np.float32(avg_len),
              k1=np.float32(k1), b=np.float32(b), long=np.array(shares["long"], np.float32),
              short=np.array(shares["short"], np.float32), lengths=np.array(shares["lengths"], np.float32),
@@ -60,10 +68,14 @@ class FixedParts:
         self.avg_len, self.k1, self.b = float(t["avg_len"]), float(t["k1"]), float(t["b"])
         self.long, self.short = torch.from_numpy(t["long"]).to(device), torch.from_numpy(t["short"]).to(device)
         self.lengths = [float(x) for x in t["lengths"]]
+        # (c, g_max, Mx²) of the folder's document form, or None (an older folder or export)
+        self.form = tuple(float(t[k]) for k in ("form_c", "form_g_max", "form_m_x2")) if "form_c" in t.files else None
 
     @torch.no_grad()
-    def encode(self, ids):
-        """(static unit rows, lexical unit rows, shares rows) of padded ids (B, L)."""
+    def encode(self, ids, document=False):
+        """(static unit rows, lexical rows, shares rows) of padded ids (B, L): the query form, or with
+        `document` the folder's document form (the lexical row g times a unit row, and the shares
+        divided by Mx², so score()'s sqrt(w_q · w_d) carries the served 1 / Mx)."""
         ids = ids.long()
         mask = (ids != 0).float()
         static = F.normalize((self.static[ids] * mask[..., None]).sum(1), dim=-1)
@@ -80,9 +92,14 @@ class FixedParts:
         first = (counted > 0) & ~(same & earlier).any(2)
         value = torch.where(first, w * sat, torch.zeros_like(w))
         lexical = torch.zeros((ids.shape[0], self.buckets), device=ids.device).scatter_add_(1, self.bucket[ids], value)
+        raw = lexical.norm(dim=-1, keepdim=True)
         lexical = F.normalize(lexical, dim=-1)
         t = ((length - self.lengths[0]) / (self.lengths[1] - self.lengths[0])).clamp(0, 1)[:, None]
         shares = (1 - t) * self.short + t * self.long
+        if document and self.form is not None:
+            c, g_max, m_x2 = self.form
+            lexical = lexical * (raw / c).clamp(max=g_max)
+            shares = shares / m_x2
         return static, lexical, shares
 
     @staticmethod

@@ -430,7 +430,7 @@ def tune(model, rows, train, tok, args, device, log):
             loss = loss + F.cross_entropy(logits, positive) + F.cross_entropy(back, positive)
         loss = loss / (2 * len(args.matryoshka))
         if fixed is not None:
-            h = fixed.score(F.normalize(q, dim=-1), F.normalize(t, dim=-1), fixed.encode(ids), fixed.encode(t_rows)) / args.hybrid_temperature
+            h = fixed.score(F.normalize(q, dim=-1), F.normalize(t, dim=-1), fixed.encode(ids), fixed.encode(t_rows, document=True)) / args.hybrid_temperature
             hybrid = (F.cross_entropy(h.masked_fill(false_neg, -1e4), positive)
                       + F.cross_entropy(h[:, :len(batch)].T.masked_fill(back_mask, -1e4), positive)) / 2
             loss = (1 - args.hybrid_loss) * loss + args.hybrid_loss * hybrid
