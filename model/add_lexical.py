@@ -191,22 +191,58 @@ def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B, canonical=None):
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
-def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, canonical=None):
-    """The unhashed weights (src/embedder/sparse.ts's rule): (pieces ascending, values). weighting
+def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, canonical=None, bigrams=None):
+    """The unhashed weights (src/embedder/sparse.ts's rule): (indices ascending, values). weighting
     tf: the saturated tf; idf: times the model's term weight (`weight`, read_sparse_weight);
     relative: times that weight ÷ idf (for a store that multiplies in the corpus's own idf). With
-    `canonical` (read_sparse_canonical) a stem class is one index, its smallest piece."""
+    `canonical` (read_sparse_canonical) a stem class is one index, its smallest piece. With
+    `bigrams` (read_sparse_bigrams, v4.5) each pair of neighbouring counted pieces whose second
+    starts a word adds β · saturated pair count (times the geometric mean of the two pieces'
+    factors for idf and relative) at index V + ((a·V + c) mod slots), after every piece index."""
     ids = canonical_ids(ids, canonical)
     ids = ids[idf[ids] > 0]
     pieces, tf = np.unique(ids, return_counts=True)
-    values = tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(ids) / avg_len))
+    norm = k1 * (1 - b + b * len(ids) / avg_len)
+    saturate = lambda t: t * (k1 + 1) / (t + norm)  # noqa: E731
     if weighting == "idf":
-        values = values * weight[pieces]
+        factor = weight.astype(np.float64)
     elif weighting == "relative":
-        values = values * weight[pieces] / idf[pieces]
-    elif weighting != "tf":
+        factor = np.where(idf > 0, weight / np.where(idf > 0, idf, 1), 0).astype(np.float64)
+    elif weighting == "tf":
+        factor = None
+    else:
         raise ValueError(f"unknown weighting {weighting!r}")
-    return pieces, values
+    values = saturate(tf) * (1.0 if factor is None else factor[pieces])
+    if bigrams is None or len(ids) < 2:
+        return pieces, values
+    vocab = len(idf)
+    first, second = ids[:-1], ids[1:]
+    keep = ~bigrams["continuation"][second]
+    pairs, count = np.unique(first[keep] * vocab + second[keep], return_counts=True)
+    pair_values = bigrams["weight"] * saturate(count)
+    if factor is not None:
+        pair_values = pair_values * np.sqrt(factor[pairs // vocab] * factor[pairs % vocab])
+    slots, at = np.unique(vocab + pairs % bigrams["slots"], return_inverse=True)
+    slot_values = np.zeros(len(slots))
+    np.add.at(slot_values, at, pair_values)
+    return np.concatenate([pieces, slots]), np.concatenate([values, slot_values])
+
+
+def sparse_vocabulary_size(settings):
+    """What sparse indices lie below: the vocabulary, plus the word-pair slots where the folder has them."""
+    sparse = settings["sparse"]
+    return len(read_sparse_table(settings)[0]) + (sparse["bigrams"]["slots"] if "bigrams" in sparse else 0)
+
+
+def read_sparse_bigrams(settings):
+    """lexembed.json "sparse".bigrams (model/sparse_bigrams.py) as {"weight", "slots", "continuation"
+    (a bool per piece: it continues a word, "##…")}, or None where the folder has none."""
+    entry = settings["sparse"].get("bigrams")
+    if entry is None:
+        return None
+    vocab = len(read_sparse_table(settings)[0])
+    bits = np.unpackbits(np.frombuffer(base64.b64decode(entry["continuations"]), dtype=np.uint8), bitorder="little")
+    return {"weight": float(entry["weight"]), "slots": int(entry["slots"]), "continuation": bits[:vocab].astype(bool)}
 
 
 def read_sparse_table(settings):

@@ -65,6 +65,7 @@ rm -rf "$WORK/static-lexical" && cp -r "$WORK/static" "$WORK/static-lexical"
 "$PY" model/add_lexical.py --model "$WORK/static-lexical" --data "$DATA" --stems --term-weights "$WORK/term-weights.npz"
 "$PY" model/matryoshka.py --model "$WORK/static-lexical" --data "$DATA" "${MATRYOSHKA[@]}"
 "$PY" model/document_form.py --model "$WORK/static-lexical" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"
+"$PY" model/sparse_bigrams.py --model "$WORK/static-lexical"  # word pairs in the sparse vectors (v4.5)
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation.json" "${EVAL[@]}"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation-dev.json" "${DEVEVAL[@]}"
 
@@ -83,6 +84,7 @@ cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
 "$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" "${MATRYOSHKA[@]}"
 echo "== 4g. the document form (model/document_form.py), then the parity fixture from the recipe"
 "$PY" model/document_form.py --model "$WORK/hybrid" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"
+"$PY" model/sparse_bigrams.py --model "$WORK/hybrid"  # word pairs in the sparse vectors (v4.5; add_lexical.py rewrote "sparse" without them)
 "$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" --parity "$WORK/hybrid-parity.json" --parity-only
 echo "== 4f. the hybrid's int8 graph (model/quantize_graph.py; --dtype auto serves it on CPUs where the dev set allows)"
 QUANTIZE=(--dev "$DEV")

@@ -55,6 +55,30 @@ class LexicalRecipe(unittest.TestCase):
         with self.assertRaises(ValueError):
             sparse_vector(ids, self.idf, 95.0, weighting="bm42")
 
+    def test_word_pairs_follow_the_pieces_as_src_embedder_sparse_ts_gives_them(self):
+        # the table and texts of tests/embedder/sparse.test.ts's word-pair cases, the same figures
+        idf = np.array([0, 0, 2, 4, 0.5])
+        learned = np.array([0, 0, 3, 2, 1.0])
+        pairs = {"weight": 0.5, "slots": 7, "continuation": np.array([0, 0, 0, 0, 1], dtype=bool)}
+        slot = lambda a, c: 5 + (a * 5 + c) % 7  # noqa: E731
+        sat = lambda tf, length: tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / 4))  # noqa: E731
+        ids = [0, 2, 3, 1, 2, 3, 4, 1]
+        indices, values = sparse_vector(ids, idf, 4.0, weighting="tf", weight=learned, bigrams=pairs)
+        pieces, piece_values = sparse_vector(ids, idf, 4.0, weighting="tf", weight=learned)
+        self.assertEqual(indices[:3].tolist(), pieces.tolist())
+        np.testing.assert_allclose(values[:3], piece_values)
+        self.assertEqual(indices[3:].tolist(), sorted([slot(2, 3), slot(3, 2)]))  # (3, 4): 4 continues a word
+        got = dict(zip(indices.tolist(), values.tolist()))
+        self.assertAlmostEqual(got[slot(2, 3)], 0.5 * sat(2, 5))
+        self.assertAlmostEqual(got[slot(3, 2)], 0.5 * sat(1, 5))
+        for weighting, factor in (("idf", np.sqrt(3 * 2)), ("relative", np.sqrt(1.5 * 0.5))):
+            indices, values = sparse_vector([2, 3], idf, 4.0, weighting=weighting, weight=learned, bigrams=pairs)
+            self.assertAlmostEqual(dict(zip(indices.tolist(), values.tolist()))[slot(2, 3)], 0.5 * sat(1, 2) * factor)
+        indices, values = sparse_vector([2, 3, 2], idf, 4.0, weight=learned, bigrams={**pairs, "slots": 1})  # one slot: pairs add up
+        self.assertEqual(indices.tolist(), [2, 3, 5])
+        self.assertAlmostEqual(values[2], 2 * 0.5 * sat(1, 3))
+        self.assertEqual(sparse_vector([0, 3, 1], idf, 4.0, bigrams=pairs)[0].tolist(), [3])
+
     def test_each_bucket_holds_its_pieces_bm25_saturated_weights(self):
         a = int(np.argmax(self.idf))
         b = next(p for p in range(2, 100) if self.bucket[p] != self.bucket[a])

@@ -50,14 +50,18 @@ export type SparseRequest = z.output<ReturnType<typeof createSparseRequestSchema
 
 export const SparseEmbeddingSchema = z.object({
   index: z.number().int().min(0).describe('Position of the text in the request.'),
-  indices: z.array(z.number().int().min(0)).describe('Word-piece ids, ascending, each once (with the bundled model a stem class of whole words, such as terminate/terminated/termination, is one index: its smallest piece).'),
+  indices: z
+    .array(z.number().int().min(0))
+    .describe(
+      'Ascending, each once: word-piece ids (with the bundled model a stem class of whole words, such as terminate/terminated/termination, is one index: its smallest piece), then, where the model has word pairs, their slots (from the vocabulary size of 37,325 pieces up).',
+    ),
   values: z.array(z.number()).describe('The weight of each index, > 0.'),
 });
 export type SparseEmbedding = z.infer<typeof SparseEmbeddingSchema>;
 
 export const SparseResponseSchema = z.object({
   embeddings: z.array(SparseEmbeddingSchema),
-  vocabulary_size: z.number().int().describe('Indices lie below this (the dimension of a pgvector sparsevec column).'),
+  vocabulary_size: z.number().int().describe('Indices lie below this (the dimension of a pgvector sparsevec column): the word pieces, plus the word-pair slots where the model has them.'),
   weighting: z.enum(SPARSE_WEIGHTINGS),
   usage: z.object({ input_tokens: z.number().int() }),
 });

@@ -9,7 +9,7 @@ import { encodeInSlices, slicesOf } from './slices.ts';
 import type { Reservation } from './admission.ts';
 import { BatchScheduler, DEFAULT_SCHEDULER_LIMITS, QueueFullError, type SchedulerHooks, type SchedulerLimits } from './scheduler.ts';
 import type { ModelSettings } from './settings.ts';
-import { sparseTableOf, sparseVector, type SparseTable } from './sparse.ts';
+import { sparseTableOf, sparseVector, sparseVocabularySize, type SparseTable } from './sparse.ts';
 import type { EmbedInput, EmbedOptions, EmbedOutput, Embedder, EmbeddingBackend, SparseInput, SparseOutput } from './types.ts';
 
 export type EmbedderHooks = SchedulerHooks;
@@ -66,7 +66,7 @@ export function createEmbedder(
     },
     tokenize: (texts, options) => tokenizeTexts(core, texts, options),
     reranker: reranking && reranker ? { ...reranker, rerank: createRerank(core, reranker, reranking.weights) } : undefined,
-    sparse: sparseTable && { vocabularySize: sparseTable.idf.length, embed: (input, options = {}) => sparseOf(core, sparseTable, input, options) },
+    sparse: sparseTable && { vocabularySize: sparseVocabularySize(sparseTable), embed: (input, options = {}) => sparseOf(core, sparseTable, input, options) },
     dispose: () => backend.dispose(),
   };
 }

@@ -1,7 +1,7 @@
 // Sparse vectors (POST /v1/embeddings/sparse): the exact word-piece weights whose hashed sum is the
-// dense vector's lexical part (model/add_lexical.py), from the table and rule the model folder
-// carries in lexembed.json ("sparse"). Pure: the same ids give the same vector in Node, the
-// browser and the edge.
+// dense vector's lexical part (model/add_lexical.py), and, where the folder has them, word pairs
+// (model/sparse_bigrams.py), from the table and rule the model folder carries in lexembed.json
+// ("sparse"). Pure: the same ids give the same vector in Node, the browser and the edge.
 import type { SparseWeighting } from '../contract/index.ts';
 
 /**
@@ -15,10 +15,25 @@ export interface SparseTable {
   readonly idf: Float32Array;
   readonly weight: Float32Array;
   readonly canonical?: Int32Array;
+  readonly bigrams?: BigramRule;
   readonly k1: number;
   readonly b: number;
   readonly avgLength: number;
 }
+
+/**
+ * Word pairs (model/sparse_bigrams.py, rule word-pairs-v1): each pair of neighbouring counted
+ * pieces whose second starts a word adds `weight` × its saturated count at index
+ * V + ((a·V + c) mod `slots`); `continuation` has bit i (byte i >> 3, least significant first) set
+ * where piece i continues a word.
+ */
+export interface BigramRule {
+  readonly weight: number;
+  readonly slots: number;
+  readonly continuation: Uint8Array;
+}
+
+export const BIGRAM_RULE = 'word-pairs-v1';
 
 /** lexembed.json's "sparse" entry as stored: idf as base64 of little-endian float32. */
 export interface SparseSettings {
@@ -31,10 +46,12 @@ export interface SparseSettings {
   readonly weight?: string;
   /** The stem classes (v4.4), base64 of little-endian int32: each piece's class's smallest piece. */
   readonly canonical?: string;
+  /** Word pairs (v4.5): the rule, β, the slots after the vocabulary, the continuation bitmap (base64). */
+  readonly bigrams?: { readonly rule: string; readonly weight: number; readonly slots: number; readonly continuations: string };
 }
 
 export interface SparseVector {
-  /** Word-piece ids, ascending. */
+  /** Word-piece ids (stem classes), then word-pair slots (≥ the vocabulary's size), ascending. */
   readonly indices: number[];
   readonly values: number[];
 }
@@ -44,7 +61,7 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
   const idf = float32Table(settings.idf, 'idf');
   const weight = settings.weight === undefined ? idf : float32Table(settings.weight, 'weight');
   if (weight.length !== idf.length) throw new Error(`lexembed.json sparse.weight holds ${weight.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py`);
-  const table = { idf, weight, k1: settings.k1, b: settings.b, avgLength: settings.avg_len };
+  const table = { idf, weight, k1: settings.k1, b: settings.b, avgLength: settings.avg_len, ...(settings.bigrams && { bigrams: bigramRuleOf(settings.bigrams, idf.length) }) };
   if (settings.canonical === undefined) return table;
   const view = tableBytes(settings.canonical, 'canonical');
   const canonical = Int32Array.from({ length: view.byteLength / 4 }, (_, i) => view.getInt32(i * 4, true));
@@ -52,6 +69,20 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
   const outside = canonical.findIndex((c, i) => c < 0 || c > i);
   if (outside >= 0) throw new Error(`lexembed.json sparse.canonical maps piece ${outside} to ${canonical[outside]}, not a piece at or before it: rebuild the folder with model/add_lexical.py --stems`);
   return { ...table, canonical };
+}
+
+function bigramRuleOf(entry: NonNullable<SparseSettings['bigrams']>, vocabulary: number): BigramRule {
+  if (entry.rule !== BIGRAM_RULE) throw new Error(`lexembed.json sparse.bigrams.rule is "${entry.rule}"; this lexembed applies "${BIGRAM_RULE}": upgrade lexembed, or take the pairs out with model/sparse_bigrams.py --strip`);
+  if (!(entry.weight > 0 && Number.isFinite(entry.weight))) throw new Error(`lexembed.json sparse.bigrams.weight must be a positive number, got ${entry.weight}: rebuild it with model/sparse_bigrams.py`);
+  if (!Number.isInteger(entry.slots) || entry.slots < 1 || entry.slots > 2 ** 31) throw new Error(`lexembed.json sparse.bigrams.slots must be a whole number from 1 to 2^31, got ${entry.slots}: rebuild it with model/sparse_bigrams.py`);
+  const continuation = Uint8Array.from(atob(entry.continuations), (ch) => ch.charCodeAt(0));
+  if (continuation.length !== Math.ceil(vocabulary / 8)) throw new Error(`lexembed.json sparse.bigrams.continuations holds ${continuation.length} bytes; ${vocabulary} pieces need ${Math.ceil(vocabulary / 8)}: rebuild it with model/sparse_bigrams.py`);
+  return { weight: entry.weight, slots: entry.slots, continuation };
+}
+
+/** What a sparse vector's indices lie below: the vocabulary, then the word-pair slots (the dimension of a pgvector sparsevec column). */
+export function sparseVocabularySize(table: SparseTable): number {
+  return table.idf.length + (table.bigrams?.slots ?? 0);
 }
 
 function tableBytes(base64: string, name: string): DataView {
@@ -72,26 +103,47 @@ function float32Table(base64: string, name: string): Float32Array {
  * truncation included): each piece with idf > 0 once (a stem class once, as its smallest piece,
  * where the table has classes), weighted
  * tf·(k1 + 1)/(tf + k1·(1 − b + b·L/avg_len)) (L: the text's pieces with idf > 0); times the
- * model's term weight for `idf` weighting, times that weight ÷ idf for `relative`.
+ * model's term weight for `idf` weighting, times that weight ÷ idf for `relative`. With word pairs
+ * (table.bigrams), each neighbouring pair (a, c) of those pieces whose c starts a word adds
+ * β × its count saturated alike (× √(f_a·f_c), f the piece's factor above, for idf and relative)
+ * at V + ((a·V + c) mod slots); pairs that share a slot add up.
  * @example sparseVector([101, 7592, 7592, 102], table, 'tf') // { indices: [7592], values: [1.63…] }
  */
 export function sparseVector(ids: readonly number[], table: SparseTable, weighting: SparseWeighting): SparseVector {
   const counts = new Map<number, number>();
-  let length = 0;
+  const counted: number[] = [];
   for (const piece of ids) {
     const id = table.canonical === undefined ? piece : table.canonical[piece]!;
     if (!(table.idf[id]! > 0)) continue;
     counts.set(id, (counts.get(id) ?? 0) + 1);
-    length++;
+    counted.push(id);
   }
-  const norm = table.k1 * (1 - table.b + (table.b * length) / table.avgLength);
+  const norm = table.k1 * (1 - table.b + (table.b * counted.length) / table.avgLength);
+  const saturate = (tf: number) => (tf * (table.k1 + 1)) / (tf + norm);
   const indices = [...counts.keys()].sort((a, b) => a - b);
   const values = indices.map((id) => {
-    const tf = counts.get(id)!;
-    const saturated = (tf * (table.k1 + 1)) / (tf + norm);
+    const saturated = saturate(counts.get(id)!);
     if (weighting === 'tf') return Math.fround(saturated);
     const weight = table.weight[id]!;
     return Math.fround(weighting === 'idf' ? saturated * weight : (saturated * weight) / table.idf[id]!);
   });
-  return { indices, values };
+  if (table.bigrams === undefined || counted.length < 2) return { indices, values };
+  const { weight: beta, slots, continuation } = table.bigrams;
+  const vocabulary = table.idf.length;
+  const pairs = new Map<number, number>();
+  for (let k = 1; k < counted.length; k++) {
+    const c = counted[k]!;
+    if (continuation[c >> 3]! & (1 << (c & 7))) continue;
+    const key = counted[k - 1]! * vocabulary + c; // exact: below 2^53 for any vocabulary under 94 million pieces
+    pairs.set(key, (pairs.get(key) ?? 0) + 1);
+  }
+  const factor = (id: number) => (weighting === 'idf' ? table.weight[id]! : table.weight[id]! / table.idf[id]!);
+  const slotValues = new Map<number, number>();
+  for (const [key, tf] of pairs) {
+    const value = beta * saturate(tf) * (weighting === 'tf' ? 1 : Math.sqrt(factor(Math.floor(key / vocabulary)) * factor(key % vocabulary)));
+    const slot = vocabulary + (key % slots);
+    slotValues.set(slot, (slotValues.get(slot) ?? 0) + value);
+  }
+  const slotIndices = [...slotValues.keys()].sort((a, b) => a - b);
+  return { indices: [...indices, ...slotIndices], values: [...values, ...slotIndices.map((slot) => Math.fround(slotValues.get(slot)!))] };
 }

@@ -1,7 +1,8 @@
 // Sparse vectors' rule (src/embedder/sparse.ts): BM25's saturated term frequency per word piece,
-// pieces without idf left out, the table read back from lexembed.json's base64.
+// pieces without idf left out, word pairs after the vocabulary, the table read back from
+// lexembed.json's base64.
 import { describe, expect, it } from 'vitest';
-import { sparseTableOf, sparseVector, type SparseTable } from '../../src/embedder/sparse.ts';
+import { BIGRAM_RULE, sparseTableOf, sparseVector, sparseVocabularySize, type SparseTable } from '../../src/embedder/sparse.ts';
 
 const idf = new Float32Array([0, 0, 2, 4, 0.5]); // ids 0 and 1 carry no word (special pieces)
 const table: SparseTable = { idf, weight: idf, k1: 1.2, b: 0.75, avgLength: 4 };
@@ -60,6 +61,43 @@ describe('sparseVector', () => {
   });
 });
 
+describe('sparseVector with word pairs (v4.5)', () => {
+  // piece 4 continues a word ("##…"): a pair ending in it is part of a word, not a phrase
+  const pairs: SparseTable = { ...learnedTable, bigrams: { weight: 0.5, slots: 7, continuation: new Uint8Array([0b10000]) } };
+  const slot = (a: number, c: number) => 5 + ((a * 5 + c) % 7);
+
+  it('adds each neighbouring pair of counted pieces whose second starts a word, after the vocabulary, ascending', () => {
+    const ids = [0, 2, 3, 1, 2, 3, 4, 1]; // specials skipped: the counted pieces are 2 3 2 3 4
+    const tf = sparseVector(ids, pairs, 'tf');
+    const pieces = sparseVector(ids, { ...pairs, bigrams: undefined }, 'tf');
+    expect(tf.indices.slice(0, 3)).toEqual(pieces.indices);
+    tf.values.slice(0, 3).forEach((v, k) => expect(v).toBeCloseTo(pieces.values[k]!, 6)); // the pieces are untouched
+    // pairs (2,3) twice and (3,2) once; (3,4) is left out: 4 continues a word
+    expect(tf.indices.slice(3)).toEqual([slot(2, 3), slot(3, 2)].sort((a, b) => a - b));
+    const value = (a: number, c: number) => tf.values[tf.indices.indexOf(slot(a, c))]!;
+    expect(value(2, 3)).toBeCloseTo(0.5 * saturated(2, 5), 6);
+    expect(value(3, 2)).toBeCloseTo(0.5 * saturated(1, 5), 6);
+    expect(sparseVocabularySize(pairs)).toBe(12);
+    expect(sparseVocabularySize(learnedTable)).toBe(5);
+  });
+
+  it("weighs a pair by the geometric mean of its pieces' factors for idf and relative", () => {
+    const ids = [2, 3];
+    const at = (v: { indices: number[]; values: number[] }) => v.values[v.indices.indexOf(slot(2, 3))]!;
+    expect(at(sparseVector(ids, pairs, 'idf'))).toBeCloseTo(0.5 * saturated(1, 2) * Math.sqrt(3 * 2), 6);
+    expect(at(sparseVector(ids, pairs, 'relative'))).toBeCloseTo(0.5 * saturated(1, 2) * Math.sqrt(1.5 * 0.5), 6);
+  });
+
+  it('sums pairs that share a slot, keeps order (a, c) apart from (c, a), and gives no pair to a text of one piece', () => {
+    const one = { ...pairs, bigrams: { ...pairs.bigrams!, slots: 1 } }; // every pair in one slot
+    const v = sparseVector([2, 3, 2], one, 'tf');
+    expect(v.indices).toEqual([2, 3, 5]);
+    expect(v.values[2]).toBeCloseTo(2 * 0.5 * saturated(1, 3), 6);
+    expect(slot(2, 3)).not.toBe(slot(3, 2));
+    expect(sparseVector([0, 3, 1], pairs, 'tf').indices).toEqual([3]);
+  });
+});
+
 describe('sparseTableOf', () => {
   it('reads idf from base64 little-endian float32 and refuses a torn table', () => {
     const bytes = new Uint8Array(idf.buffer.slice(0));
@@ -82,5 +120,19 @@ describe('sparseTableOf', () => {
     expect(sparseTableOf({ recipe: 'bm25-pieces-v2', k1: 1.2, b: 0.75, avg_len: 4, idf: base64 }).canonical).toBeUndefined();
     expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: base64, canonical: int32([0, 1, 2]) })).toThrow(/sparse.canonical holds 3 values and sparse.idf 5/);
     expect(() => sparseTableOf({ recipe: 'x', k1: 1, b: 0.5, avg_len: 1, idf: base64, canonical: int32([0, 1, 4, 3, 4]) })).toThrow(/maps piece 2 to 4/);
+  });
+
+  it('reads word pairs and refuses an unknown rule, a bad weight or slot count, or a bitmap of the wrong size', () => {
+    const base64 = btoa(String.fromCharCode(...new Uint8Array(idf.buffer.slice(0))));
+    const settings = { recipe: 'bm25-stem-classes-v3', k1: 1.2, b: 0.75, avg_len: 4, idf: base64 };
+    const bigrams = { rule: BIGRAM_RULE, weight: 0.6, slots: 11, continuations: btoa(String.fromCharCode(0b10000)) };
+    const read = sparseTableOf({ ...settings, bigrams });
+    expect(read.bigrams).toMatchObject({ weight: 0.6, slots: 11 });
+    expect([...read.bigrams!.continuation]).toEqual([16]);
+    expect(sparseVocabularySize(read)).toBe(16);
+    expect(() => sparseTableOf({ ...settings, bigrams: { ...bigrams, rule: 'word-pairs-v9' } })).toThrow(/rule is "word-pairs-v9"; this lexembed applies "word-pairs-v1": upgrade lexembed/);
+    expect(() => sparseTableOf({ ...settings, bigrams: { ...bigrams, weight: 0 } })).toThrow(/bigrams.weight must be a positive number, got 0/);
+    expect(() => sparseTableOf({ ...settings, bigrams: { ...bigrams, slots: 2.5 } })).toThrow(/bigrams.slots must be a whole number/);
+    expect(() => sparseTableOf({ ...settings, bigrams: { ...bigrams, continuations: btoa('ab') } })).toThrow(/holds 2 bytes; 5 pieces need 1/);
   });
 });

@@ -15,7 +15,7 @@ import type { Embedder } from '../../src/embedder/types.ts';
 
 const MODEL = 'legal-2-embedder';
 const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
-  cases: { text: string; sparse: { indices: number[]; values: number[] } }[];
+  cases: { text: string; sparse: { indices: number[]; values: number[] }; sparse_relative: number[]; sparse_idf: number[] }[];
 };
 let embedder: Embedder;
 let app: ReturnType<typeof createApp>;
@@ -33,17 +33,38 @@ const post = (path: string, body: unknown, target = app) =>
   target.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 describe('POST /v1/embeddings/sparse', () => {
-  it('answers the weights the Python recipe computes (model/add_lexical.py), piece by piece', async () => {
-    const res = await post('/v1/embeddings/sparse', { model: MODEL, texts: parity.cases.map((c) => c.text) });
-    expect(res.status).toBe(200);
-    const body = await res.json();
-    expect(body.weighting).toBe('tf');
-    expect(body.vocabulary_size).toBe(embedder.sparse!.vocabularySize);
-    parity.cases.forEach((c, i) => {
-      expect(body.embeddings[i].index).toBe(i);
-      expect(body.embeddings[i].indices, c.text).toEqual(c.sparse.indices);
-      c.sparse.values.forEach((v, k) => expect(body.embeddings[i].values[k], c.text).toBeCloseTo(v, 5));
-    });
+  it('answers the weights the Python recipe computes (model/add_lexical.py), piece by piece and word pair by word pair, in every weighting', async () => {
+    const texts = parity.cases.map((c) => c.text);
+    for (const weighting of ['tf', 'relative', 'idf'] as const) {
+      const res = await post('/v1/embeddings/sparse', { model: MODEL, texts, weighting });
+      expect(res.status).toBe(200);
+      const body = await res.json();
+      expect(body.weighting).toBe(weighting);
+      expect(body.vocabulary_size).toBe(embedder.sparse!.vocabularySize);
+      parity.cases.forEach((c, i) => {
+        const want = weighting === 'tf' ? c.sparse.values : weighting === 'relative' ? c.sparse_relative : c.sparse_idf;
+        expect(body.embeddings[i].index).toBe(i);
+        expect(body.embeddings[i].indices, c.text).toEqual(c.sparse.indices);
+        want.forEach((v, k) => expect(body.embeddings[i].values[k], `${weighting} ${c.text}`).toBeCloseTo(v, 5));
+      });
+    }
+    // the bundled model carries word pairs: indices past the vocabulary, below vocabulary_size
+    const pairs = parity.cases.flatMap((c) => c.sparse.indices.filter((x) => x >= 37_325));
+    expect(pairs.length).toBeGreaterThan(parity.cases.length);
+    expect(Math.max(...pairs)).toBeLessThan(embedder.sparse!.vocabularySize);
+  });
+
+  it("gives a phrase's word pair its own index: 'notice period' shares 'notice' and 'period' with 'period of notice' but not the pair", async () => {
+    const texts = ['notice period', 'period of notice', 'notice period'];
+    const body = await (await post('/v1/embeddings/sparse', { model: MODEL, texts })).json();
+    const [phrase, reordered, again] = body.embeddings.map((e: { indices: number[] }) => e.indices);
+    const words = phrase.filter((x: number) => x < 37_325);
+    expect(words).toHaveLength(2);
+    expect(phrase).toHaveLength(3); // the two words and their pair
+    expect(phrase[2]).toBeGreaterThanOrEqual(37_325);
+    for (const w of words) expect(reordered).toContain(w);
+    expect(reordered).not.toContain(phrase[2]);
+    expect(again).toEqual(phrase);
   });
 
   it("gives a word's inflections one index (the bundled model's stem classes): a query's 'termination' matches a clause's 'terminated'", async () => {
@@ -70,6 +91,7 @@ describe('POST /v1/embeddings/sparse', () => {
     expect(weighted.weighting).toBe('idf');
     expect(weighted.embeddings[0].indices).toEqual(sparse.embeddings[0].indices);
     const ratios = weighted.embeddings[0].values.map((v: number, k: number) => v / sparse.embeddings[0].values[k]);
+    expect(sparse.embeddings[0].indices.some((x: number) => x >= 37_325)).toBe(true); // word pairs are weighted too
     expect(new Set(ratios.map((r: number) => r.toFixed(3))).size).toBeGreaterThan(1); // a per-piece idf, not one factor
     expect(Math.min(...ratios)).toBeGreaterThan(0);
     const refused = await post('/v1/embeddings/sparse', { model: MODEL, texts: [long], overflow_strategy: null });
