@@ -204,15 +204,16 @@ def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, ca
     pieces, tf = np.unique(ids, return_counts=True)
     norm = k1 * (1 - b + b * len(ids) / avg_len)
     saturate = lambda t: t * (k1 + 1) / (t + norm)  # noqa: E731
+    # the weighting's factor for counted pieces (idf > 0 by now)
     if weighting == "idf":
-        factor = weight.astype(np.float64)
+        factor = lambda p: weight[p]  # noqa: E731
     elif weighting == "relative":
-        factor = np.where(idf > 0, weight / np.where(idf > 0, idf, 1), 0).astype(np.float64)
+        factor = lambda p: weight[p] / idf[p]  # noqa: E731
     elif weighting == "tf":
         factor = None
     else:
         raise ValueError(f"unknown weighting {weighting!r}")
-    values = saturate(tf) * (1.0 if factor is None else factor[pieces])
+    values = saturate(tf) * (1.0 if factor is None else factor(pieces))
     if bigrams is None or len(ids) < 2:
         return pieces, values
     vocab = len(idf)
@@ -221,7 +222,7 @@ def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, ca
     pairs, count = np.unique(first[keep] * vocab + second[keep], return_counts=True)
     pair_values = bigrams["weight"] * saturate(count)
     if factor is not None:
-        pair_values = pair_values * np.sqrt(factor[pairs // vocab] * factor[pairs % vocab])
+        pair_values = pair_values * np.sqrt(factor(pairs // vocab) * factor(pairs % vocab))
     slots, at = np.unique(vocab + pairs % bigrams["slots"], return_inverse=True)
     slot_values = np.zeros(len(slots))
     np.add.at(slot_values, at, pair_values)

@@ -25,6 +25,7 @@ import os
 
 import numpy as np
 
+from add_lexical import read_sparse_table
 from quantize_graph import write_settings
 
 RULE = "word-pairs-v1"
@@ -64,7 +65,7 @@ def main():
             raise SystemExit(f"--weight must be a positive number, got {args.weight}")
         if not 1 <= args.slots <= 2**31:
             raise SystemExit(f"--slots must lie between 1 and 2^31, got {args.slots}")
-        vocab = len(base64.b64decode(settings["sparse"]["idf"])) // 4
+        vocab = len(read_sparse_table(settings)[0])
         bitmap, continued = continuation_bitmap(os.path.join(args.model, "tokenizer.json"), vocab)
         settings["sparse"]["bigrams"] = {"rule": RULE, "weight": args.weight, "slots": args.slots, "continuations": bitmap}
         print(f"{path}: word pairs at weight {args.weight} in {args.slots:,} slots after {vocab:,} pieces ({continued:,} continue a word)")

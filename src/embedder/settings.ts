@@ -36,10 +36,16 @@ export const ModelSettingsSchema = z
       .optional(),
     /** The lexical part's table and rule (model/add_lexical.py): served as sparse vectors (POST /v1/embeddings/sparse); absent: none. */
     sparse: z
-      .object({ recipe: z.string().min(1), k1: z.number().positive(), b: z.number().min(0).max(1), avg_len: z.number().positive(), idf: z.string().min(4), weight: z.string().min(4).optional(),
+      .object({
+        recipe: z.string().min(1),
+        k1: z.number().positive(),
+        b: z.number().min(0).max(1),
+        avg_len: z.number().positive(),
+        idf: z.string().min(4),
+        weight: z.string().min(4).optional(),
         canonical: z.string().min(4).optional(),
-        /** Word pairs (model/sparse_bigrams.py, v4.5): their weight beside the pieces, the slots after the vocabulary, and which pieces continue a word. */
-        bigrams: z.object({ rule: z.string().min(1), weight: z.number().positive(), slots: z.number().int().min(1).max(2 ** 31), continuations: z.string().min(4) }).optional(),
+        /** Word pairs (model/sparse_bigrams.py, v4.5): the rule, their weight beside the pieces, the slots after the vocabulary, which pieces continue a word; sparseTableOf checks the values, naming the fix. */
+        bigrams: z.object({ rule: z.string(), weight: z.number(), slots: z.number(), continuations: z.string() }).optional(),
       })
       .optional(),
     /**

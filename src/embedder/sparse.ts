@@ -120,13 +120,10 @@ export function sparseVector(ids: readonly number[], table: SparseTable, weighti
   }
   const norm = table.k1 * (1 - table.b + (table.b * counted.length) / table.avgLength);
   const saturate = (tf: number) => (tf * (table.k1 + 1)) / (tf + norm);
+  // the weighting's factor for a counted piece (idf > 0): 1, the term weight, or that weight ÷ idf
+  const factor = (id: number) => (weighting === 'tf' ? 1 : weighting === 'idf' ? table.weight[id]! : table.weight[id]! / table.idf[id]!);
   const indices = [...counts.keys()].sort((a, b) => a - b);
-  const values = indices.map((id) => {
-    const saturated = saturate(counts.get(id)!);
-    if (weighting === 'tf') return Math.fround(saturated);
-    const weight = table.weight[id]!;
-    return Math.fround(weighting === 'idf' ? saturated * weight : (saturated * weight) / table.idf[id]!);
-  });
+  const values = indices.map((id) => Math.fround(saturate(counts.get(id)!) * factor(id)));
   if (table.bigrams === undefined || counted.length < 2) return { indices, values };
   const { weight: beta, slots, continuation } = table.bigrams;
   const vocabulary = table.idf.length;
@@ -137,10 +134,9 @@ export function sparseVector(ids: readonly number[], table: SparseTable, weighti
     const key = counted[k - 1]! * vocabulary + c; // exact: below 2^53 for any vocabulary under 94 million pieces
     pairs.set(key, (pairs.get(key) ?? 0) + 1);
   }
-  const factor = (id: number) => (weighting === 'idf' ? table.weight[id]! : table.weight[id]! / table.idf[id]!);
   const slotValues = new Map<number, number>();
   for (const [key, tf] of pairs) {
-    const value = beta * saturate(tf) * (weighting === 'tf' ? 1 : Math.sqrt(factor(Math.floor(key / vocabulary)) * factor(key % vocabulary)));
+    const value = beta * saturate(tf) * Math.sqrt(factor(Math.floor(key / vocabulary)) * factor(key % vocabulary));
     const slot = vocabulary + (key % slots);
     slotValues.set(slot, (slotValues.get(slot) ?? 0) + value);
   }

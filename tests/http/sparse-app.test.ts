@@ -14,6 +14,7 @@ import { startServer, type RunningServer } from '../../src/node/server.ts';
 import type { Embedder } from '../../src/embedder/types.ts';
 
 const MODEL = 'legal-2-embedder';
+const PIECES = 37_325; // the bundled vocabulary: word-pair slots start here
 const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
   cases: { text: string; sparse: { indices: number[]; values: number[] }; sparse_relative: number[]; sparse_idf: number[] }[];
 };
@@ -49,7 +50,7 @@ describe('POST /v1/embeddings/sparse', () => {
       });
     }
     // the bundled model carries word pairs: indices past the vocabulary, below vocabulary_size
-    const pairs = parity.cases.flatMap((c) => c.sparse.indices.filter((x) => x >= 37_325));
+    const pairs = parity.cases.flatMap((c) => c.sparse.indices.filter((x) => x >= PIECES));
     expect(pairs.length).toBeGreaterThan(parity.cases.length);
     expect(Math.max(...pairs)).toBeLessThan(embedder.sparse!.vocabularySize);
   });
@@ -58,10 +59,10 @@ describe('POST /v1/embeddings/sparse', () => {
     const texts = ['notice period', 'period of notice', 'notice period'];
     const body = await (await post('/v1/embeddings/sparse', { model: MODEL, texts })).json();
     const [phrase, reordered, again] = body.embeddings.map((e: { indices: number[] }) => e.indices);
-    const words = phrase.filter((x: number) => x < 37_325);
+    const words = phrase.filter((x: number) => x < PIECES);
     expect(words).toHaveLength(2);
     expect(phrase).toHaveLength(3); // the two words and their pair
-    expect(phrase[2]).toBeGreaterThanOrEqual(37_325);
+    expect(phrase[2]).toBeGreaterThanOrEqual(PIECES);
     for (const w of words) expect(reordered).toContain(w);
     expect(reordered).not.toContain(phrase[2]);
     expect(again).toEqual(phrase);
@@ -91,7 +92,7 @@ describe('POST /v1/embeddings/sparse', () => {
     expect(weighted.weighting).toBe('idf');
     expect(weighted.embeddings[0].indices).toEqual(sparse.embeddings[0].indices);
     const ratios = weighted.embeddings[0].values.map((v: number, k: number) => v / sparse.embeddings[0].values[k]);
-    expect(sparse.embeddings[0].indices.some((x: number) => x >= 37_325)).toBe(true); // word pairs are weighted too
+    expect(sparse.embeddings[0].indices.some((x: number) => x >= PIECES)).toBe(true); // word pairs are weighted too
     expect(new Set(ratios.map((r: number) => r.toFixed(3))).size).toBeGreaterThan(1); // a per-piece idf, not one factor
     expect(Math.min(...ratios)).toBeGreaterThan(0);
     const refused = await post('/v1/embeddings/sparse', { model: MODEL, texts: [long], overflow_strategy: null });
