@@ -191,14 +191,17 @@ def lexical_part(ids_list, bucket, weight, avg_len, k1=K1, b=B, canonical=None):
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
-def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, canonical=None, bigrams=None):
+def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, canonical=None, bigrams=None, expansion=None):
     """The unhashed weights (src/embedder/sparse.ts's rule): (indices ascending, values). weighting
     tf: the saturated tf; idf: times the model's term weight (`weight`, read_sparse_weight);
     relative: times that weight ÷ idf (for a store that multiplies in the corpus's own idf). With
     `canonical` (read_sparse_canonical) a stem class is one index, its smallest piece. With
     `bigrams` (read_sparse_bigrams, v4.5) each pair of neighbouring counted pieces whose second
     starts a word adds β · saturated pair count (times the geometric mean of the two pieces'
-    factors for idf and relative) at index V + ((a·V + c) mod slots), after every piece index."""
+    factors for idf and relative) at index V + ((a·V + c) mod slots), after every piece index.
+    With `expansion` (read_sparse_expansion, v4.6; pass it for queries only) each counted piece p
+    proposes its listed neighbours n, and a neighbour the text does not hold gets the largest
+    α · sim(p, n) · sat(tf_p) (× n's factor for idf and relative) among its proposers."""
     ids = canonical_ids(ids, canonical)
     ids = ids[idf[ids] > 0]
     pieces, tf = np.unique(ids, return_counts=True)
@@ -214,6 +217,8 @@ def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, ca
     else:
         raise ValueError(f"unknown weighting {weighting!r}")
     values = saturate(tf) * (1.0 if factor is None else factor(pieces))
+    if expansion is not None and len(pieces):
+        pieces, values = expand_query(pieces, saturate(tf), values, expansion, factor)
     if bigrams is None or len(ids) < 2:
         return pieces, values
     vocab = len(idf)
@@ -227,6 +232,36 @@ def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, ca
     slot_values = np.zeros(len(slots))
     np.add.at(slot_values, at, pair_values)
     return np.concatenate([pieces, slots]), np.concatenate([values, slot_values])
+
+
+def expand_query(pieces, saturated, values, expansion, factor):
+    """The pieces and values with the listed neighbours of each piece added (sparse_vector's rule)."""
+    sources, targets, similarities = expansion["sources"], expansion["targets"], expansion["similarities"]
+    first, last = np.searchsorted(sources, pieces, "left"), np.searchsorted(sources, pieces, "right")
+    best = {}
+    for k in range(len(pieces)):
+        for e in range(first[k], last[k]):
+            n = int(targets[e])
+            value = expansion["weight"] * float(similarities[e]) * saturated[k]
+            if value > best.get(n, 0.0):
+                best[n] = value
+    added = np.array(sorted(n for n in best if n not in set(pieces.tolist())), dtype=pieces.dtype)
+    if not len(added):
+        return pieces, values
+    added_values = np.array([best[n] for n in added.tolist()]) * (1.0 if factor is None else factor(added))
+    order = np.argsort(np.concatenate([pieces, added]), kind="stable")
+    return np.concatenate([pieces, added])[order], np.concatenate([values, added_values])[order]
+
+
+def read_sparse_expansion(settings):
+    """lexembed.json "sparse".expansion (model/sparse_expansion.py) as {"weight", "sources",
+    "targets", "similarities"}, or None where the folder has none."""
+    entry = settings["sparse"].get("expansion")
+    if entry is None:
+        return None
+    table = lambda name, kind: np.frombuffer(base64.b64decode(entry[name]), dtype=kind)  # noqa: E731
+    return {"weight": float(entry["weight"]), "sources": table("sources", "<i4").astype(np.int64),
+            "targets": table("targets", "<i4").astype(np.int64), "similarities": table("similarities", "<f4").astype(np.float64)}
 
 
 def sparse_vocabulary_size(settings):

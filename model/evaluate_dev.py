@@ -204,7 +204,8 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
 def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, qrels, k=60):
     """nDCG@10 of the sparse vectors as two kinds of store use them, alone and fused with the dense ranking."""
     import scipy.sparse as sp
-    from add_lexical import read_sparse_bigrams, read_sparse_canonical, read_sparse_table, read_sparse_weight, sparse_vector, sparse_vocabulary_size
+    from add_lexical import (read_sparse_bigrams, read_sparse_canonical, read_sparse_expansion, read_sparse_table, read_sparse_weight,
+                             sparse_vector, sparse_vocabulary_size)
     from evaluate import load_tokenizer
     from legal_data import encode_capped
     with open(os.path.join(folder, "lexembed.json")) as f:
@@ -217,13 +218,16 @@ def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, 
     vocab = sparse_vocabulary_size(settings)
     doc_ids = [encode_capped(tok, t, settings["max_input_tokens"]) for t in documents]
 
-    def matrix(ids_list, weighting):
+    expansion = read_sparse_expansion(settings)
+
+    def matrix(ids_list, weighting, queries=False):
         rows, cols, vals = [], [], []
         for r, ids in enumerate(ids_list):
-            pieces, values = sparse_vector(ids, idf, avg_len, weighting=weighting, weight=weight, canonical=canonical, bigrams=bigrams)
+            pieces, values = sparse_vector(ids, idf, avg_len, weighting=weighting, weight=weight, canonical=canonical, bigrams=bigrams,
+                                           expansion=expansion if queries else None)
             rows.extend([r] * len(pieces)); cols.extend(pieces.tolist()); vals.extend(values.tolist())
         return sp.csr_matrix((vals, (rows, cols)), shape=(len(ids_list), vocab))
-    qm = matrix([encode_capped(tok, t, settings["max_input_tokens"]) for t in queries_text], "tf")  # queries: tf
+    qm = matrix([encode_capped(tok, t, settings["max_input_tokens"]) for t in queries_text], "tf", queries=True)  # queries: tf, task retrieval/query
     n = len(documents)
     documents_tf = matrix(doc_ids, "tf")
     df = np.asarray((documents_tf > 0).sum(0)).ravel()

@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-from add_lexical import Shares, counted_length, lexical_part, read_sparse_bigrams, read_sparse_canonical, read_sparse_table, read_sparse_weight, read_tables, sparse_vector
+from add_lexical import (Shares, counted_length, lexical_part, read_sparse_bigrams, read_sparse_canonical, read_sparse_expansion, read_sparse_table,
+                         read_sparse_weight, read_tables, sparse_vector)
 from legal_data import encode_capped, split_pairs
 
 PREFIXES = (32, 64, 128, 256, 512, 1024)
@@ -281,14 +282,16 @@ def write_parity(path, folder, settings, m, load_tokenizer):
     vectors, documents = recipe_vectors(folder, settings, record, ids, m)
     idf, sparse_avg_len = read_sparse_table(settings)
     classes = read_sparse_canonical(settings)
-    term_weight, bigrams = read_sparse_weight(settings), read_sparse_bigrams(settings)
+    term_weight, bigrams, expansion = read_sparse_weight(settings), read_sparse_bigrams(settings), read_sparse_expansion(settings)
     ends = lambda v, name: {f"{name}_head": [round(float(x), 6) for x in v[:16]], f"{name}_tail": [round(float(x), 6) for x in v[-8:]]}
 
-    def sparse_of(i, weighting="tf"):
-        pieces, values = sparse_vector(i, idf, sparse_avg_len, weighting=weighting, weight=term_weight, canonical=classes, bigrams=bigrams)
+    def sparse_of(i, weighting="tf", query=False):
+        pieces, values = sparse_vector(i, idf, sparse_avg_len, weighting=weighting, weight=term_weight, canonical=classes, bigrams=bigrams,
+                                       expansion=expansion if query else None)
         return {"indices": pieces.tolist(), "values": [round(float(x), 6) for x in values]}
     fixture["cases"] = [{"text": t, "ids": i, **ends(v, "vector"), **(ends(documents[k], "document") if documents is not None else {}),
-                         "sparse": sparse_of(i), "sparse_relative": sparse_of(i, "relative")["values"], "sparse_idf": sparse_of(i, "idf")["values"]}
+                         "sparse": sparse_of(i), "sparse_relative": sparse_of(i, "relative")["values"], "sparse_idf": sparse_of(i, "idf")["values"],
+                         **({"sparse_query": sparse_of(i, query=True)} if expansion is not None else {})}
                         for k, (t, i, v) in enumerate(zip(texts, ids, vectors))]
     fixture["layout"] = {"transformer": record.get("transformer_dims", 0), "static": m.shape[0] - buckets - record.get("transformer_dims", 0),
                          "lexical": buckets, "matryoshka": settings["dimensions"]["matryoshka"]}
@@ -298,7 +301,8 @@ def write_parity(path, folder, settings, m, load_tokenizer):
                         + (", the same of the document form (document_head/document_tail: `task: retrieval/document` at full width, "
                            "model/document_form.py's rule in numpy)" if documents is not None else "")
                         + ", and the sparse vector of model/add_lexical.py's sparse_vector (indices and weighting tf's values; "
-                          "sparse_relative and sparse_idf: the other weightings' values at the same indices); the served model must agree.")
+                          "sparse_relative and sparse_idf: the other weightings' values at the same indices; sparse_query: tf for "
+                          "`task: retrieval/query`, with the query neighbours); the served model must agree.")
     write_fixture(path, fixture)
     print(f"wrote {path}: {len(texts)} cases")
 

@@ -43,7 +43,7 @@ mkdir -p "$WORK"
 # The v3 recipe: question-shaped queries (model/questions.py), chosen on the dev set.
 TRAIN=(--question-templates 0.25 --question-crops 0.25)
 EVAL=()
-DEVEVAL=(--prefixes)
+DEVEVAL=(--prefixes --sparse --fuse)
 MATRYOSHKA=()
 FORM=()
 [ "$SMOKE" = 1 ] && TRAIN+=(--epochs 1 --sources licenses,contracts-commonpaper) && EVAL=(--sources licenses) && DEVEVAL=(--max-queries 50) && MATRYOSHKA=(--pairs 400 --steps 25) && FORM=(--sample 2000)
@@ -66,6 +66,7 @@ rm -rf "$WORK/static-lexical" && cp -r "$WORK/static" "$WORK/static-lexical"
 "$PY" model/matryoshka.py --model "$WORK/static-lexical" --data "$DATA" "${MATRYOSHKA[@]}"
 "$PY" model/document_form.py --model "$WORK/static-lexical" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"
 "$PY" model/sparse_bigrams.py --model "$WORK/static-lexical"  # word pairs in the sparse vectors (v4.5)
+"$PY" model/sparse_expansion.py --model "$WORK/static-lexical"  # query neighbours in the sparse query vectors (v4.6)
 "$PY" model/evaluate.py --data "$DATA" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation.json" "${EVAL[@]}"
 "$PY" model/evaluate_dev.py --dev "$DEV" --model "$WORK/static-lexical" --json "$WORK/static-lexical/evaluation-dev.json" "${DEVEVAL[@]}"
 
@@ -85,6 +86,7 @@ cp tests/fixtures/legal-model-parity.json "$WORK/hybrid-parity.json"
 echo "== 4g. the document form (model/document_form.py), then the parity fixture from the recipe"
 "$PY" model/document_form.py --model "$WORK/hybrid" --data "$DATA" --k1 0.75 --b 0.5 "${FORM[@]}"
 "$PY" model/sparse_bigrams.py --model "$WORK/hybrid"  # word pairs in the sparse vectors (v4.5; add_lexical.py rewrote "sparse" without them)
+"$PY" model/sparse_expansion.py --model "$WORK/hybrid"  # query neighbours (v4.6; from the new static table)
 "$PY" model/matryoshka.py --model "$WORK/hybrid" --data "$DATA" --parity "$WORK/hybrid-parity.json" --parity-only
 echo "== 4f. the hybrid's int8 graph (model/quantize_graph.py; --dtype auto serves it on CPUs where the dev set allows)"
 QUANTIZE=(--dev "$DEV")

@@ -79,6 +79,28 @@ class LexicalRecipe(unittest.TestCase):
         self.assertAlmostEqual(values[2], 2 * 0.5 * sat(1, 3))
         self.assertEqual(sparse_vector([0, 3, 1], idf, 4.0, bigrams=pairs)[0].tolist(), [3])
 
+    def test_query_neighbours_as_src_embedder_sparse_ts_gives_them(self):
+        # the table and texts of tests/embedder/sparse.test.ts's query-neighbour cases, the same figures
+        idf = np.array([0, 0, 2, 4, 0.5])
+        learned = np.array([0, 0, 3, 2, 1.0])
+        expansion = {"weight": 0.3, "sources": np.array([2, 2, 3]), "targets": np.array([4, 3, 4]),
+                     "similarities": np.array([0.8, 0.5, 0.6], dtype=np.float32).astype(np.float64)}
+        sat = lambda tf, length: tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / 4))  # noqa: E731
+        indices, values = sparse_vector([0, 2, 2, 3, 1], idf, 4.0, weight=learned, expansion=expansion)
+        self.assertEqual(indices.tolist(), [2, 3, 4])
+        np.testing.assert_allclose(values, [sat(2, 3), sat(1, 3), 0.3 * np.float32(0.8) * sat(2, 3)])  # 4: the larger proposal
+        indices, values = sparse_vector([2], idf, 4.0, weight=learned, expansion=expansion)
+        self.assertEqual(indices.tolist(), [2, 3, 4])
+        np.testing.assert_allclose(values, np.array([1, 0.3 * np.float32(0.5), 0.3 * np.float32(0.8)]) * sat(1, 1))
+        for weighting, factor in (("idf", 1.0), ("relative", 2.0)):  # the neighbour's own factor
+            indices, values = sparse_vector([2], idf, 4.0, weighting=weighting, weight=learned, expansion=expansion)
+            self.assertAlmostEqual(values[indices.tolist().index(4)], 0.3 * np.float32(0.8) * sat(1, 1) * factor)
+        for ids in ([2, 2, 3], [4, 4]):  # documents (no expansion) and texts without listed pieces
+            self.assertEqual(sparse_vector(ids, idf, 4.0, weight=learned)[0].tolist(),
+                             sparse_vector(ids, idf, 4.0, weight=learned, expansion=None if ids[0] == 2 else expansion)[0].tolist())
+        pairs = {"weight": 0.5, "slots": 7, "continuation": np.zeros(5, dtype=bool)}  # no pairs with a neighbour
+        self.assertEqual(sparse_vector([2, 3], idf, 4.0, weight=learned, bigrams=pairs, expansion=expansion)[0].tolist(), [2, 3, 4, 5 + (2 * 5 + 3) % 7])
+
     def test_each_bucket_holds_its_pieces_bm25_saturated_weights(self):
         a = int(np.argmax(self.idf))
         b = next(p for p in range(2, 100) if self.bucket[p] != self.bucket[a])

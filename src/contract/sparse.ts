@@ -31,7 +31,9 @@ export function createSparseRequestSchema(modelName: string) {
           error: required(`must be a string or an array of 1 to ${MAX_TEXTS_PER_REQUEST} strings`),
         })
         .describe(`A text or 1 to ${MAX_TEXTS_PER_REQUEST} texts, read exactly as /v1/embeddings reads them.`),
-      task: oneOf(TASKS, ' or null').nullable().default(null).describe("As /v1/embeddings: the task's prompt is read with the text, as the dense vector reads it."),
+      task: oneOf(TASKS, ' or null').nullable().default(null).describe(
+          "As /v1/embeddings: the task's prompt is read with the text, as the dense vector reads it. retrieval/query also adds, where the model has them, the query's term neighbours (words the model places beside the query's own, at a fraction of their weight): send queries with it; documents are never expanded.",
+        ),
       overflow_strategy: z
         .enum(OVERFLOW_STRATEGIES, { error: 'must be "drop_end" or null' })
         .nullable()

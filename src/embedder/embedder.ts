@@ -143,7 +143,7 @@ async function sparseOf(core: EmbedderCore, table: SparseTable, input: SparseInp
   const encoded = await encodeForModel(core, input, prompt, options);
   if (!encoded.ok) return encoded;
   const { sequences, inputTokens, truncatedTexts } = encoded.value;
-  return { ok: true, value: { vectors: sequences.map((ids) => sparseVector(ids, table, input.weighting)), inputTokens, truncatedTexts } };
+  return { ok: true, value: { vectors: sequences.map((ids) => sparseVector(ids, table, input.weighting, input.task === 'retrieval/query')), inputTokens, truncatedTexts } };
 }
 
 /**

@@ -46,6 +46,19 @@ export const ModelSettingsSchema = z
         canonical: z.string().min(4).optional(),
         /** Word pairs (model/sparse_bigrams.py, v4.5): the rule, their weight beside the pieces, the slots after the vocabulary, which pieces continue a word; sparseTableOf checks the values, naming the fix. */
         bigrams: z.object({ rule: z.string(), weight: z.number(), slots: z.number(), continuations: z.string() }).optional(),
+        /** Query neighbours (model/sparse_expansion.py, v4.6): the rule, α, the table; sparseTableOf checks the values, naming the fix. */
+        expansion: z
+          .object({
+            rule: z.string(),
+            weight: z.number(),
+            sources: z.string(),
+            targets: z.string(),
+            similarities: z.string(),
+            neighbours: z.number().optional(),
+            threshold: z.number().optional(),
+            max_idf: z.number().optional(),
+          })
+          .optional(),
       })
       .optional(),
     /**

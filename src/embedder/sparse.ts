@@ -1,7 +1,8 @@
 // Sparse vectors (POST /v1/embeddings/sparse): the exact word-piece weights whose hashed sum is the
 // dense vector's lexical part (model/add_lexical.py), and, where the folder has them, word pairs
-// (model/sparse_bigrams.py), from the table and rule the model folder carries in lexembed.json
-// ("sparse"). Pure: the same ids give the same vector in Node, the browser and the edge.
+// (model/sparse_bigrams.py) and a query's term neighbours (model/sparse_expansion.py), from the
+// table and rules the model folder carries in lexembed.json ("sparse"). Pure: the same ids give
+// the same vector in Node, the browser and the edge.
 import type { SparseWeighting } from '../contract/index.ts';
 
 /**
@@ -16,6 +17,7 @@ export interface SparseTable {
   readonly weight: Float32Array;
   readonly canonical?: Int32Array;
   readonly bigrams?: BigramRule;
+  readonly expansion?: ExpansionRule;
   readonly k1: number;
   readonly b: number;
   readonly avgLength: number;
@@ -35,6 +37,21 @@ export interface BigramRule {
 
 export const BIGRAM_RULE = 'word-pairs-v1';
 
+/**
+ * Query neighbours (model/sparse_expansion.py, rule query-neighbours-v1): for a query (`task:
+ * retrieval/query`), each counted piece p proposes its listed neighbours n, and a neighbour the
+ * text does not hold gets the largest `weight` × sim(p, n) × sat(tf_p) (× n's factor) among its
+ * proposers. `neighbours` maps a piece to its entries [first, end) in `targets`/`similarities`.
+ */
+export interface ExpansionRule {
+  readonly weight: number;
+  readonly neighbours: ReadonlyMap<number, readonly [number, number]>;
+  readonly targets: Int32Array;
+  readonly similarities: Float32Array;
+}
+
+export const EXPANSION_RULE = 'query-neighbours-v1';
+
 /** lexembed.json's "sparse" entry as stored: idf as base64 of little-endian float32. */
 export interface SparseSettings {
   readonly recipe: string;
@@ -48,10 +65,21 @@ export interface SparseSettings {
   readonly canonical?: string;
   /** Word pairs (v4.5): the rule, β, the slots after the vocabulary, the continuation bitmap (base64). */
   readonly bigrams?: { readonly rule: string; readonly weight: number; readonly slots: number; readonly continuations: string };
+  /** Query neighbours (v4.6): the rule, α, and the table (base64 little-endian int32 sources ascending and targets, float32 similarities). */
+  readonly expansion?: {
+    readonly rule: string;
+    readonly weight: number;
+    readonly sources: string;
+    readonly targets: string;
+    readonly similarities: string;
+    readonly neighbours?: number;
+    readonly threshold?: number;
+    readonly max_idf?: number;
+  };
 }
 
 export interface SparseVector {
-  /** Word-piece ids (stem classes), then word-pair slots (≥ the vocabulary's size), ascending. */
+  /** Word-piece ids (stem classes; a query's neighbours among them), then word-pair slots (≥ the vocabulary's size), ascending. */
   readonly indices: number[];
   readonly values: number[];
 }
@@ -61,7 +89,15 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
   const idf = float32Table(settings.idf, 'idf');
   const weight = settings.weight === undefined ? idf : float32Table(settings.weight, 'weight');
   if (weight.length !== idf.length) throw new Error(`lexembed.json sparse.weight holds ${weight.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py`);
-  const table = { idf, weight, k1: settings.k1, b: settings.b, avgLength: settings.avg_len, ...(settings.bigrams && { bigrams: bigramRuleOf(settings.bigrams, idf.length) }) };
+  const table = {
+    idf,
+    weight,
+    k1: settings.k1,
+    b: settings.b,
+    avgLength: settings.avg_len,
+    ...(settings.bigrams && { bigrams: bigramRuleOf(settings.bigrams, idf.length) }),
+    ...(settings.expansion && { expansion: expansionRuleOf(settings.expansion, idf.length) }),
+  };
   if (settings.canonical === undefined) return table;
   const view = tableBytes(settings.canonical, 'canonical');
   const canonical = Int32Array.from({ length: view.byteLength / 4 }, (_, i) => view.getInt32(i * 4, true));
@@ -78,6 +114,33 @@ function bigramRuleOf(entry: NonNullable<SparseSettings['bigrams']>, vocabulary:
   const continuation = Uint8Array.from(atob(entry.continuations), (ch) => ch.charCodeAt(0));
   if (continuation.length !== Math.ceil(vocabulary / 8)) throw new Error(`lexembed.json sparse.bigrams.continuations holds ${continuation.length} bytes; ${vocabulary} pieces need ${Math.ceil(vocabulary / 8)}: rebuild it with model/sparse_bigrams.py`);
   return { weight: entry.weight, slots: entry.slots, continuation };
+}
+
+function expansionRuleOf(entry: NonNullable<SparseSettings['expansion']>, vocabulary: number): ExpansionRule {
+  const fix = 'rebuild it with model/sparse_expansion.py';
+  if (entry.rule !== EXPANSION_RULE) throw new Error(`lexembed.json sparse.expansion.rule is "${entry.rule}"; this lexembed applies "${EXPANSION_RULE}": upgrade lexembed, or take the neighbours out with model/sparse_expansion.py --strip`);
+  if (!(entry.weight > 0 && Number.isFinite(entry.weight))) throw new Error(`lexembed.json sparse.expansion.weight must be a positive number, got ${entry.weight}: ${fix}`);
+  const ints = (name: 'sources' | 'targets') => {
+    const view = tableBytes(entry[name], `expansion.${name}`);
+    return Int32Array.from({ length: view.byteLength / 4 }, (_, i) => view.getInt32(i * 4, true));
+  };
+  const sources = ints('sources');
+  const targets = ints('targets');
+  const similarities = float32Table(entry.similarities, 'expansion.similarities');
+  if (targets.length !== sources.length || similarities.length !== sources.length) {
+    throw new Error(`lexembed.json sparse.expansion holds ${sources.length} sources, ${targets.length} targets and ${similarities.length} similarities; they must match: ${fix}`);
+  }
+  const outside = [...sources, ...targets].findIndex((id) => id < 0 || id >= vocabulary);
+  if (outside >= 0) throw new Error(`lexembed.json sparse.expansion names piece ${[...sources, ...targets][outside]}, outside the ${vocabulary} pieces: ${fix}`);
+  const neighbours = new Map<number, [number, number]>();
+  for (let e = 0; e < sources.length; e++) {
+    if (e > 0 && sources[e]! < sources[e - 1]!) throw new Error(`lexembed.json sparse.expansion.sources must be ascending (entry ${e}): ${fix}`);
+    if (!Number.isFinite(similarities[e]!)) throw new Error(`lexembed.json sparse.expansion.similarities[${e}] is not a number: ${fix}`);
+    const range = neighbours.get(sources[e]!);
+    if (range) range[1] = e + 1;
+    else neighbours.set(sources[e]!, [e, e + 1]);
+  }
+  return { weight: entry.weight, neighbours, targets, similarities };
 }
 
 /** What a sparse vector's indices lie below: the vocabulary, then the word-pair slots (the dimension of a pgvector sparsevec column). */
@@ -106,10 +169,13 @@ function float32Table(base64: string, name: string): Float32Array {
  * model's term weight for `idf` weighting, times that weight ÷ idf for `relative`. With word pairs
  * (table.bigrams), each neighbouring pair (a, c) of those pieces whose c starts a word adds
  * β × its count saturated alike (× √(f_a·f_c), f the piece's factor above, for idf and relative)
- * at V + ((a·V + c) mod slots); pairs that share a slot add up.
+ * at V + ((a·V + c) mod slots); pairs that share a slot add up. For a query (`query`, the
+ * request's `task: retrieval/query`) with neighbours (table.expansion), each counted piece p
+ * proposes its listed neighbours n, and a neighbour the text does not hold gets the largest
+ * α × sim(p, n) × sat(tf_p) × f_n among its proposers (before the pairs, which it does not form).
  * @example sparseVector([101, 7592, 7592, 102], table, 'tf') // { indices: [7592], values: [1.63…] }
  */
-export function sparseVector(ids: readonly number[], table: SparseTable, weighting: SparseWeighting): SparseVector {
+export function sparseVector(ids: readonly number[], table: SparseTable, weighting: SparseWeighting, query = false): SparseVector {
   const counts = new Map<number, number>();
   const counted: number[] = [];
   for (const piece of ids) {
@@ -122,8 +188,9 @@ export function sparseVector(ids: readonly number[], table: SparseTable, weighti
   const saturate = (tf: number) => (tf * (table.k1 + 1)) / (tf + norm);
   // the weighting's factor for a counted piece (idf > 0): 1, the term weight, or that weight ÷ idf
   const factor = (id: number) => (weighting === 'tf' ? 1 : weighting === 'idf' ? table.weight[id]! : table.weight[id]! / table.idf[id]!);
-  const indices = [...counts.keys()].sort((a, b) => a - b);
-  const values = indices.map((id) => Math.fround(saturate(counts.get(id)!) * factor(id)));
+  const proposed = query && table.expansion ? neighboursOf(counts, table.expansion, saturate) : new Map<number, number>();
+  const indices = [...counts.keys(), ...proposed.keys()].sort((a, b) => a - b);
+  const values = indices.map((id) => Math.fround((counts.has(id) ? saturate(counts.get(id)!) : proposed.get(id)!) * factor(id)));
   if (table.bigrams === undefined || counted.length < 2) return { indices, values };
   const { weight: beta, slots, continuation } = table.bigrams;
   const vocabulary = table.idf.length;
@@ -142,4 +209,20 @@ export function sparseVector(ids: readonly number[], table: SparseTable, weighti
   }
   const slotIndices = [...slotValues.keys()].sort((a, b) => a - b);
   return { indices: [...indices, ...slotIndices], values: [...values, ...slotIndices.map((slot) => Math.fround(slotValues.get(slot)!))] };
+}
+
+/** The neighbours a query's pieces propose and the text does not hold, each at its largest α·sim·sat(tf) (sparseVector's rule). */
+function neighboursOf(counts: ReadonlyMap<number, number>, rule: ExpansionRule, saturate: (tf: number) => number): Map<number, number> {
+  const proposed = new Map<number, number>();
+  for (const [id, tf] of counts) {
+    const range = rule.neighbours.get(id);
+    if (!range) continue;
+    for (let e = range[0]; e < range[1]; e++) {
+      const target = rule.targets[e]!;
+      if (counts.has(target)) continue;
+      const value = rule.weight * rule.similarities[e]! * saturate(tf);
+      if (value > (proposed.get(target) ?? 0)) proposed.set(target, value);
+    }
+  }
+  return proposed;
 }

@@ -190,7 +190,7 @@ describe('lexembed embed', () => {
     const first = await embedStatic(input, output, '--dimensions', '64');
     expect(first.code, first.stderr).toBe(0);
     const meta = JSON.parse(readFileSync(`${output}.meta.json`, 'utf8'));
-    expect(meta.settings).toMatchObject({ model: { name: 'legal-2-embedder', id: 'legal-2-embedder-static-v4.5' }, task: null, dimensions: 64, chunk_tokens: null });
+    expect(meta.settings).toMatchObject({ model: { name: 'legal-2-embedder', id: 'legal-2-embedder-static-v4.6' }, task: null, dimensions: 64, chunk_tokens: null });
     expect(meta.settings.model.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
     // Ids keep their JSON type.
     expect(readOut(output).map((x) => x.id)).toEqual([7, 'b']);
@@ -205,7 +205,7 @@ describe('lexembed embed', () => {
     expect(task.stderr).toContain('task none (default) there, "retrieval/query" now');
     const weights = await embed(input, output, '--dimensions', '64');
     expect(weights.code).toBe(2);
-    expect(weights.stderr).toMatch(/model id "legal-2-embedder-static-v4\.5" there, "legal-2-embedder-hybrid-v[\w.-]+" now; model fingerprint \(the weights\) "sha256:\w+" there, "sha256:\w+" now/);
+    expect(weights.stderr).toMatch(/model id "legal-2-embedder-static-v[\d.]+" there, "legal-2-embedder-hybrid-v[\w.-]+" now; model fingerprint \(the weights\) "sha256:\w+" there, "sha256:\w+" now/);
     expect(readOut(output)).toHaveLength(2);
     // An output with rows but no settings file cannot be checked.
     rmSync(`${output}.meta.json`);

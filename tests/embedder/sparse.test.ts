@@ -2,7 +2,7 @@
 // pieces without idf left out, word pairs after the vocabulary, the table read back from
 // lexembed.json's base64.
 import { describe, expect, it } from 'vitest';
-import { BIGRAM_RULE, sparseTableOf, sparseVector, sparseVocabularySize, type SparseTable } from '../../src/embedder/sparse.ts';
+import { BIGRAM_RULE, EXPANSION_RULE, sparseTableOf, sparseVector, sparseVocabularySize, type SparseTable } from '../../src/embedder/sparse.ts';
 
 const idf = new Float32Array([0, 0, 2, 4, 0.5]); // ids 0 and 1 carry no word (special pieces)
 const table: SparseTable = { idf, weight: idf, k1: 1.2, b: 0.75, avgLength: 4 };
@@ -98,6 +98,43 @@ describe('sparseVector with word pairs (v4.5)', () => {
   });
 });
 
+describe('sparseVector with query neighbours (v4.6)', () => {
+  // piece 2 lists 4 (sim 0.8) and 3 (sim 0.5); piece 3 lists 4 (sim 0.6)
+  const neighbours = new Map<number, readonly [number, number]>([[2, [0, 2]], [3, [2, 3]]]);
+  const expansion = { weight: 0.3, neighbours, targets: new Int32Array([4, 3, 4]), similarities: new Float32Array([0.8, 0.5, 0.6]) };
+  const expanding: SparseTable = { ...learnedTable, expansion };
+
+  it("adds a query's neighbours it does not hold, at the largest weight·sim·sat(tf) among their proposers", () => {
+    const q = sparseVector([0, 2, 2, 3, 1], expanding, 'tf', true); // counted 2 2 3: length 3
+    expect(q.indices).toEqual([2, 3, 4]);
+    expect(q.values[0]).toBeCloseTo(saturated(2, 3), 6); // held pieces keep their own weight (3 is not raised by 2's listing)
+    expect(q.values[1]).toBeCloseTo(saturated(1, 3), 6);
+    // 4 is proposed by 2 (0.3·0.8·sat(2)) and by 3 (0.3·0.6·sat(1)): the larger counts
+    expect(q.values[2]).toBeCloseTo(0.3 * 0.8 * saturated(2, 3), 6);
+    const one = sparseVector([2], expanding, 'tf', true); // a piece once: both its neighbours
+    expect(one.indices).toEqual([2, 3, 4]);
+    [1, 0.3 * 0.5, 0.3 * 0.8].forEach((share, k) => expect(one.values[k]).toBeCloseTo(share * saturated(1, 1), 6));
+  });
+
+  it("times the neighbour's own factor for idf and relative", () => {
+    const at = (v: { indices: number[]; values: number[] }) => v.values[v.indices.indexOf(4)]!;
+    expect(at(sparseVector([2], expanding, 'idf', true))).toBeCloseTo(0.3 * 0.8 * saturated(1, 1) * 1, 6); // learned[4] = 1
+    expect(at(sparseVector([2], expanding, 'relative', true))).toBeCloseTo(0.3 * 0.8 * saturated(1, 1) * (1 / 0.5), 6);
+  });
+
+  it('leaves documents (no query), texts without listed pieces and folders without neighbours as they were', () => {
+    expect(sparseVector([2, 2, 3], expanding, 'tf')).toEqual(sparseVector([2, 2, 3], learnedTable, 'tf'));
+    expect(sparseVector([4, 4], expanding, 'tf', true)).toEqual(sparseVector([4, 4], learnedTable, 'tf'));
+    expect(sparseVector([2, 3], learnedTable, 'tf', true)).toEqual(sparseVector([2, 3], learnedTable, 'tf'));
+  });
+
+  it('forms no word pairs with a neighbour', () => {
+    const both: SparseTable = { ...expanding, bigrams: { weight: 0.5, slots: 7, continuation: new Uint8Array([0]) } };
+    const q = sparseVector([2, 3], both, 'tf', true);
+    expect(q.indices).toEqual([2, 3, 4, 5 + ((2 * 5 + 3) % 7)]); // the pair (2, 3) only
+  });
+});
+
 describe('sparseTableOf', () => {
   it('reads idf from base64 little-endian float32 and refuses a torn table', () => {
     const bytes = new Uint8Array(idf.buffer.slice(0));
@@ -134,5 +171,23 @@ describe('sparseTableOf', () => {
     expect(() => sparseTableOf({ ...settings, bigrams: { ...bigrams, weight: 0 } })).toThrow(/bigrams.weight must be a positive number, got 0/);
     expect(() => sparseTableOf({ ...settings, bigrams: { ...bigrams, slots: 2.5 } })).toThrow(/bigrams.slots must be a whole number/);
     expect(() => sparseTableOf({ ...settings, bigrams: { ...bigrams, continuations: btoa('ab') } })).toThrow(/holds 2 bytes; 5 pieces need 1/);
+  });
+
+  it('reads query neighbours and refuses an unknown rule, a bad weight, torn or unsorted tables, or a piece outside the vocabulary', () => {
+    const base64 = btoa(String.fromCharCode(...new Uint8Array(idf.buffer.slice(0))));
+    const settings = { recipe: 'bm25-stem-classes-v3', k1: 1.2, b: 0.75, avg_len: 4, idf: base64 };
+    const int32 = (values: number[]) => btoa(String.fromCharCode(...new Uint8Array(new Int32Array(values).buffer)));
+    const float32 = (values: number[]) => btoa(String.fromCharCode(...new Uint8Array(new Float32Array(values).buffer)));
+    const expansion = { rule: EXPANSION_RULE, weight: 0.3, sources: int32([2, 2, 3]), targets: int32([4, 3, 4]), similarities: float32([0.8, 0.5, 0.6]) };
+    const read = sparseTableOf({ ...settings, expansion });
+    expect(read.expansion!.weight).toBe(0.3);
+    expect([...read.expansion!.neighbours]).toEqual([[2, [0, 2]], [3, [2, 3]]]);
+    expect([...read.expansion!.targets]).toEqual([4, 3, 4]);
+    expect(sparseVocabularySize(read)).toBe(5); // neighbours are pieces: no new indices
+    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, rule: 'query-neighbours-v9' } })).toThrow(/rule is "query-neighbours-v9"; this lexembed applies "query-neighbours-v1": upgrade lexembed, or take the neighbours out with model\/sparse_expansion.py --strip/);
+    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, weight: -1 } })).toThrow(/expansion.weight must be a positive number, got -1/);
+    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, targets: int32([4, 3]) } })).toThrow(/holds 3 sources, 2 targets and 3 similarities/);
+    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, sources: int32([3, 2, 2]) } })).toThrow(/sources must be ascending \(entry 1\)/);
+    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, targets: int32([4, 3, 9]) } })).toThrow(/names piece 9, outside the 5 pieces/);
   });
 });

@@ -16,7 +16,7 @@ import type { Embedder } from '../../src/embedder/types.ts';
 const MODEL = 'legal-2-embedder';
 const PIECES = 37_325; // the bundled vocabulary: word-pair slots start here
 const parity = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/legal-model-parity.json'), 'utf8')) as {
-  cases: { text: string; sparse: { indices: number[]; values: number[] }; sparse_relative: number[]; sparse_idf: number[] }[];
+  cases: { text: string; sparse: { indices: number[]; values: number[] }; sparse_relative: number[]; sparse_idf: number[]; sparse_query: { indices: number[]; values: number[] } }[];
 };
 let embedder: Embedder;
 let app: ReturnType<typeof createApp>;
@@ -53,6 +53,28 @@ describe('POST /v1/embeddings/sparse', () => {
     const pairs = parity.cases.flatMap((c) => c.sparse.indices.filter((x) => x >= PIECES));
     expect(pairs.length).toBeGreaterThan(parity.cases.length);
     expect(Math.max(...pairs)).toBeLessThan(embedder.sparse!.vocabularySize);
+  });
+
+  it("adds a query's term neighbours (task retrieval/query, the bundled model's table) as the Python recipe does; documents keep their vectors", async () => {
+    const texts = parity.cases.map((c) => c.text);
+    const ask = async (task?: string) => (await (await post('/v1/embeddings/sparse', { model: MODEL, texts, ...(task && { task }) })).json()).embeddings;
+    const [queries, documents, untasked] = [await ask('retrieval/query'), await ask('retrieval/document'), await ask()];
+    let added = 0;
+    parity.cases.forEach((c, i) => {
+      expect(queries[i].indices, c.text).toEqual(c.sparse_query.indices);
+      c.sparse_query.values.forEach((v, k) => expect(queries[i].values[k], c.text).toBeCloseTo(v, 5));
+      expect(documents[i].indices).toEqual(c.sparse.indices);
+      expect(untasked[i]).toEqual(documents[i]);
+      // what the query gained: word pieces the text does not hold, each below its strongest held piece
+      const extra = queries[i].indices.filter((x: number) => !c.sparse.indices.includes(x));
+      added += extra.length;
+      const held = Math.max(...c.sparse.values);
+      for (const x of extra) {
+        expect(x).toBeLessThan(PIECES);
+        expect(queries[i].values[queries[i].indices.indexOf(x)]).toBeLessThan(held);
+      }
+    });
+    expect(added).toBeGreaterThan(parity.cases.length);
   });
 
   it("gives a phrase's word pair its own index: 'notice period' shares 'notice' and 'period' with 'period of notice' but not the pair", async () => {

@@ -21,8 +21,8 @@ describe('the bundled hybrid and static models', () => {
 
   it('share the API name but not their id or fingerprint', () => {
     expect(hybrid.modelName).toBe(sttc.modelName);
-    expect(hybrid.settings.id).toBe('legal-2-embedder-hybrid-v4.5');
-    expect(sttc.settings.id).toBe('legal-2-embedder-static-v4.5');
+    expect(hybrid.settings.id).toBe('legal-2-embedder-hybrid-v4.6');
+    expect(sttc.settings.id).toBe('legal-2-embedder-static-v4.6');
     expect(hybrid.settings.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
     expect(sttc.settings.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
     expect(hybrid.settings.fingerprint).not.toBe(sttc.settings.fingerprint);
