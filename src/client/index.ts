@@ -23,8 +23,9 @@ export class SparseEmbeddings {
 
   /**
    * `POST /embeddings/sparse`: each text's word pieces with BM25 weights (indices, values), for
-   * the sparse field of a hybrid store; runs no model.
-   * @example const { embeddings } = await client.embeddings.sparse.create({ model: 'legal-2-embedder', texts: ['Notice to quit'] })
+   * the sparse field of a hybrid store; runs no model. Send queries with `task: 'retrieval/query'`
+   * (the model's term neighbours join them) and documents with `task: 'retrieval/document'`.
+   * @example const { embeddings } = await client.embeddings.sparse.create({ model: 'legal-2-embedder', texts: ['Notice to quit'], task: 'retrieval/query' })
    */
   create(params: SparseEmbeddingCreateParams, options: RequestOptions = {}): APIPromise<SparseResponse> {
     return this.transport.post<SparseResponse>('/embeddings/sparse', params, options);
