@@ -28,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -87,6 +88,8 @@ def main():
     p.add_argument("--id", help="a new lexembed.json id for the folder (its sparse query vectors change; documents do not)")
     args = p.parse_args()
     path = os.path.join(args.model, "lexembed.json")
+    if not os.path.isfile(path):
+        raise SystemExit(f"{path} does not exist: --model takes a model folder (models/legal-2-embedder or models/legal-2-embedder-static)")
     with open(path, encoding="utf-8") as f:
         settings = json.load(f)
     if "sparse" not in settings:
@@ -105,6 +108,15 @@ def main():
         flags = np.unpackbits(np.frombuffer(base64.b64decode(continuation_bitmap(os.path.join(args.model, "tokenizer.json"), len(idf))[0]), np.uint8), bitorder="little")
         sources, targets, similarities = neighbour_table(static_rows(args.model), idf, read_sparse_canonical(settings),
                                                          flags[:len(idf)].astype(bool), args.neighbours, args.threshold, args.max_idf)
+        if not len(sources):
+            # an untrained table (the pipeline's --smoke run) puts no two words that close: say so, write nothing
+            print(f"{path}: no two words' rows reach cosine {args.threshold} (a barely trained static table?): no query neighbours written",
+                  file=sys.stderr)
+            settings["sparse"].pop("expansion", None)
+            if args.id:
+                settings["id"] = args.id
+            write_settings(args.model, settings)
+            return
         encode = lambda a: base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii")  # noqa: E731
         settings["sparse"]["expansion"] = {"rule": RULE, "weight": args.weight, "neighbours": args.neighbours, "threshold": args.threshold, "max_idf": args.max_idf,
                                            "sources": encode(sources), "targets": encode(targets), "similarities": encode(similarities)}
