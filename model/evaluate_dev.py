@@ -248,7 +248,35 @@ def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, 
             top = scorer.topk_rows(s_, scorer.TOPK)
             fused[np.arange(len(top))[:, None], top] += 1.0 / (k + 1 + np.arange(top.shape[1]))
         out[name + " + dense, RRF"] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(fused, scorer.TOPK)], queries, qrels)
+        for fusion in ("DBSF", "min-max"):
+            fused = score_fusion((scores, dense_scores), scorer.TOPK, fusion)
+            out[f"{name} + dense, {fusion}"] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(fused, scorer.TOPK)], queries, qrels)
     return out
+
+
+def score_fusion(rankings, top, kind):
+    """Score fusion as stores run it over each ranking's top `top`: DBSF (Qdrant's `fusion: "dbsf"`:
+    each list's scores rescaled by its mean ± 3 standard deviations) or min-max (Elasticsearch's
+    linear retriever, OpenSearch's normalization processor), then summed; a document outside a
+    list gets nothing from it, one outside every list is not ranked."""
+    fused = np.full_like(rankings[0], -np.inf)
+    for s in rankings:
+        best = scorer_topk(s, top)
+        values = np.take_along_axis(s, best, axis=1)
+        if kind == "DBSF":
+            low = values.mean(axis=1, keepdims=True) - 3 * values.std(axis=1, keepdims=True)
+            span = 6 * values.std(axis=1, keepdims=True)
+        else:
+            low = values.min(axis=1, keepdims=True)
+            span = values.max(axis=1, keepdims=True) - low
+        rows = np.arange(len(best))[:, None]
+        fused[rows, best] = np.where(np.isinf(fused[rows, best]), 0.0, fused[rows, best]) + (values - low) / np.maximum(span, 1e-12)
+    return fused
+
+
+def scorer_topk(s, k):
+    """The indices of each row's k highest scores (order within them does not matter here)."""
+    return np.argpartition(-s, min(k, s.shape[1] - 1), axis=1)[:, :k]
 
 
 def served_ids(folder, dev=DEFAULT_DEV, tasks=None):

@@ -197,6 +197,13 @@ describe('hybrid search in pgvector (PGlite): a vector column and a sparsevec co
           s as (select id, row_number() over (order by terms <#> $2) as r from passages)
           select d.id from d join s using (id) order by 1.0 / (60 + d.r) + 1.0 / (60 + s.r) desc limit 1`;
         expect(await top(fused), `fused: ${question}`).toBe(expected);
+        // score fusion (api.md: min-max over each ranking's top 100, summed), which the dev set prefers to reciprocal rank
+        const scored = `with d as (select id, -(dense <#> $1) as s from passages order by dense <#> $1 limit 100),
+          t as (select id, -(terms <#> $2) as s from passages order by terms <#> $2 limit 100),
+          n as (select id, (s - min(s) over ()) / nullif(max(s) over () - min(s) over (), 0) as n from d
+                union all select id, (s - min(s) over ()) / nullif(max(s) over () - min(s) over (), 0) from t)
+          select id from n group by id order by sum(coalesce(n, 0)) desc limit 1`;
+        expect(await top(scored), `score fusion: ${question}`).toBe(expected);
       }
     } finally {
       await db.close();
