@@ -73,6 +73,37 @@ describe('edge worker in workerd', () => {
     });
   }, 120_000);
 
+  it("serves sparse vectors as the Node server does, a query's term neighbours included", async () => {
+    const texts = ['Notice of termination of a lease', 'Security deposit returned within 45 days'];
+    const node = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
+    try {
+      for (const task of ['retrieval/query', 'retrieval/document'] as const) {
+        const res = await mf.dispatchFetch('http://edge.local/v1/embeddings/sparse', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'legal-2-embedder', texts, task }),
+        });
+        const body = (await res.json()) as { embeddings: { indices: number[]; values: number[] }[]; vocabulary_size: number };
+        expect(res.status, JSON.stringify(body)).toBe(200);
+        const want = await node.sparse!.embed({ texts, task, overflowStrategy: 'drop_end', weighting: 'tf' });
+        if (!want.ok) throw new Error('node sparse failed');
+        expect(body.vocabulary_size).toBe(node.sparse!.vocabularySize);
+        body.embeddings.forEach((e, i) => {
+          expect(e.indices, `${task} ${texts[i]}`).toEqual(want.value.vectors[i]!.indices);
+          e.values.forEach((v, k) => expect(v).toBeCloseTo(want.value.vectors[i]!.values[k]!, 6));
+        });
+      }
+      // the query got neighbours the document form did not ("lease" brings "rental", "lessee", ...)
+      const [query, document] = await Promise.all(
+        (['retrieval/query', 'retrieval/document'] as const).map(async (task) => node.sparse!.embed({ texts: texts.slice(0, 1), task, overflowStrategy: 'drop_end', weighting: 'tf' })),
+      );
+      if (!query!.ok || !document!.ok) throw new Error('node sparse failed');
+      expect(query!.value.vectors[0]!.indices.length).toBeGreaterThan(document!.value.vectors[0]!.indices.length);
+    } finally {
+      await node.dispose();
+    }
+  }, 120_000);
+
   it('serves the OpenAI-compatible route: base64 decodes to the spec route vectors; errors in OpenAI\'s shape', async () => {
     const texts = ['Overtime pay for hours beyond forty in a workweek'];
     const openai = await mf.dispatchFetch('http://edge.local/openai/v1/embeddings', {
