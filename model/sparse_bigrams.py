@@ -44,6 +44,19 @@ def continuation_bitmap(tokenizer_path, vocab):
     return base64.b64encode(np.packbits(flags, bitorder="little").tobytes()).decode("ascii"), int(flags.sum())
 
 
+def read_sparse_settings(folder):
+    """(lexembed.json's path, its settings) for a folder whose settings carry a "sparse" entry;
+    anything else stops with what is wrong and the fix (sparse_bigrams.py, sparse_expansion.py)."""
+    path = os.path.join(folder, "lexembed.json")
+    if not os.path.isfile(path):
+        raise SystemExit(f"{path} does not exist: --model takes a model folder (models/legal-2-embedder or models/legal-2-embedder-static)")
+    with open(path, encoding="utf-8") as f:
+        settings = json.load(f)
+    if "sparse" not in settings:
+        raise SystemExit(f"{path} has no \"sparse\" entry: add the lexical part first (model/add_lexical.py)")
+    return path, settings
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="a folder whose lexembed.json has a \"sparse\" entry (model/add_lexical.py)")
@@ -52,11 +65,7 @@ def main():
     p.add_argument("--strip", action="store_true", help="take the pairs out again")
     p.add_argument("--id", help="a new lexembed.json id for the folder (its sparse vectors change: stores must re-index them)")
     args = p.parse_args()
-    path = os.path.join(args.model, "lexembed.json")
-    with open(path, encoding="utf-8") as f:
-        settings = json.load(f)
-    if "sparse" not in settings:
-        raise SystemExit(f"{path} has no \"sparse\" entry: add the lexical part first (model/add_lexical.py)")
+    path, settings = read_sparse_settings(args.model)
     if args.strip:
         settings["sparse"].pop("bigrams", None)
         print(f"{path}: word pairs taken out")

@@ -26,7 +26,6 @@ similarities), so every runtime applies it from lexembed.json alone (src/embedde
 """
 import argparse
 import base64
-import json
 import os
 import sys
 
@@ -34,7 +33,7 @@ import numpy as np
 
 from add_lexical import read_sparse_canonical, read_sparse_table
 from quantize_graph import write_settings
-from sparse_bigrams import continuation_bitmap
+from sparse_bigrams import continuation_bitmap, read_sparse_settings
 
 RULE = "query-neighbours-v1"
 # the static part's int8 table and row scale: in a hybrid's graph, and in a static folder's
@@ -87,13 +86,7 @@ def main():
     p.add_argument("--strip", action="store_true", help="take the neighbours out again")
     p.add_argument("--id", help="a new lexembed.json id for the folder (its sparse query vectors change; documents do not)")
     args = p.parse_args()
-    path = os.path.join(args.model, "lexembed.json")
-    if not os.path.isfile(path):
-        raise SystemExit(f"{path} does not exist: --model takes a model folder (models/legal-2-embedder or models/legal-2-embedder-static)")
-    with open(path, encoding="utf-8") as f:
-        settings = json.load(f)
-    if "sparse" not in settings:
-        raise SystemExit(f"{path} has no \"sparse\" entry: add the lexical part first (model/add_lexical.py)")
+    path, settings = read_sparse_settings(args.model)
     if args.strip:
         settings["sparse"].pop("expansion", None)
         print(f"{path}: query neighbours taken out")
