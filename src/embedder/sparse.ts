@@ -96,7 +96,7 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
     b: settings.b,
     avgLength: settings.avg_len,
     ...(settings.bigrams && { bigrams: bigramRuleOf(settings.bigrams, idf.length) }),
-    ...(settings.expansion && { expansion: expansionRuleOf(settings.expansion, idf.length) }),
+    ...(settings.expansion && { expansion: expansionRuleOf(settings.expansion, idf) }),
   };
   if (settings.canonical === undefined) return table;
   const view = tableBytes(settings.canonical, 'canonical');
@@ -104,6 +104,8 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
   if (canonical.length !== idf.length) throw new Error(`lexembed.json sparse.canonical holds ${canonical.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py --stems`);
   const outside = canonical.findIndex((c, i) => c < 0 || c > i);
   if (outside >= 0) throw new Error(`lexembed.json sparse.canonical maps piece ${outside} to ${canonical[outside]}, not a piece at or before it: rebuild the folder with model/add_lexical.py --stems`);
+  const member = table.expansion?.targets.find((t) => canonical[t] !== t);
+  if (member !== undefined) throw new Error(`lexembed.json sparse.expansion proposes piece ${member}, which counts as piece ${canonical[member]} (its stem class): rebuild it with model/sparse_expansion.py`);
   return { ...table, canonical };
 }
 
@@ -116,7 +118,8 @@ function bigramRuleOf(entry: NonNullable<SparseSettings['bigrams']>, vocabulary:
   return { weight: entry.weight, slots: entry.slots, continuation };
 }
 
-function expansionRuleOf(entry: NonNullable<SparseSettings['expansion']>, vocabulary: number): ExpansionRule {
+function expansionRuleOf(entry: NonNullable<SparseSettings['expansion']>, idf: Float32Array): ExpansionRule {
+  const vocabulary = idf.length;
   const fix = 'rebuild it with model/sparse_expansion.py';
   if (entry.rule !== EXPANSION_RULE) throw new Error(`lexembed.json sparse.expansion.rule is "${entry.rule}"; this lexembed applies "${EXPANSION_RULE}": upgrade lexembed, or take the neighbours out with model/sparse_expansion.py --strip`);
   if (!(entry.weight > 0 && Number.isFinite(entry.weight))) throw new Error(`lexembed.json sparse.expansion.weight must be a positive number, got ${entry.weight}: ${fix}`);
@@ -132,6 +135,8 @@ function expansionRuleOf(entry: NonNullable<SparseSettings['expansion']>, vocabu
   }
   const outside = [...sources, ...targets].findIndex((id) => id < 0 || id >= vocabulary);
   if (outside >= 0) throw new Error(`lexembed.json sparse.expansion names piece ${[...sources, ...targets][outside]}, outside the ${vocabulary} pieces: ${fix}`);
+  const weightless = targets.find((t) => !(idf[t]! > 0));
+  if (weightless !== undefined) throw new Error(`lexembed.json sparse.expansion proposes piece ${weightless}, which carries no word (idf 0): ${fix}`);
   const neighbours = new Map<number, [number, number]>();
   for (let e = 0; e < sources.length; e++) {
     if (e > 0 && sources[e]! < sources[e - 1]!) throw new Error(`lexembed.json sparse.expansion.sources must be ascending (entry ${e}): ${fix}`);

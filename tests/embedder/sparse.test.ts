@@ -189,5 +189,8 @@ describe('sparseTableOf', () => {
     expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, targets: int32([4, 3]) } })).toThrow(/holds 3 sources, 2 targets and 3 similarities/);
     expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, sources: int32([3, 2, 2]) } })).toThrow(/sources must be ascending \(entry 1\)/);
     expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, targets: int32([4, 3, 9]) } })).toThrow(/names piece 9, outside the 5 pieces/);
+    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, targets: int32([4, 3, 1]) } })).toThrow(/proposes piece 1, which carries no word \(idf 0\)/);
+    // with stem classes, a proposed piece must be its class's own index (4 counts as 3 here)
+    expect(() => sparseTableOf({ ...settings, canonical: int32([0, 1, 2, 3, 3]), expansion })).toThrow(/proposes piece 4, which counts as piece 3 \(its stem class\)/);
   });
 });
