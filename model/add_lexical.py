@@ -216,9 +216,10 @@ def sparse_vector(ids, idf, avg_len, k1=K1, b=B, weighting="tf", weight=None, ca
         factor = None
     else:
         raise ValueError(f"unknown weighting {weighting!r}")
-    values = saturate(tf) * (1.0 if factor is None else factor(pieces))
+    saturated = saturate(tf)
+    values = saturated * (1.0 if factor is None else factor(pieces))
     if expansion is not None and len(pieces):
-        pieces, values = expand_query(pieces, saturate(tf), values, expansion, factor)
+        pieces, values = expand_query(pieces, saturated, values, expansion, factor)
     if bigrams is None or len(ids) < 2:
         return pieces, values
     vocab = len(idf)
@@ -245,7 +246,8 @@ def expand_query(pieces, saturated, values, expansion, factor):
             value = expansion["weight"] * float(similarities[e]) * saturated[k]
             if value > best.get(n, 0.0):
                 best[n] = value
-    added = np.array(sorted(n for n in best if n not in set(pieces.tolist())), dtype=pieces.dtype)
+    held = set(pieces.tolist())
+    added = np.array(sorted(n for n in best if n not in held), dtype=pieces.dtype)
     if not len(added):
         return pieces, values
     added_values = np.array([best[n] for n in added.tolist()]) * (1.0 if factor is None else factor(added))

@@ -214,11 +214,10 @@ def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, 
     weight = read_sparse_weight(settings)
     canonical = read_sparse_canonical(settings)
     bigrams = read_sparse_bigrams(settings)
+    expansion = read_sparse_expansion(settings)
     tok = load_tokenizer(folder)
     vocab = sparse_vocabulary_size(settings)
     doc_ids = [encode_capped(tok, t, settings["max_input_tokens"]) for t in documents]
-
-    expansion = read_sparse_expansion(settings)
 
     def matrix(ids_list, weighting, queries=False):
         rows, cols, vals = [], [], []
@@ -243,40 +242,39 @@ def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, 
         dm = documents_tf if weighting == "tf" else matrix(doc_ids, weighting)
         scores = (qm @ sp.diags(weights) @ dm.T).toarray()
         out[name] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(scores, scorer.TOPK)], queries, qrels)
+        rankings = [(s_, scorer.topk_rows(s_, scorer.TOPK)) for s_ in (scores, dense_scores)]
+        rows = np.arange(len(scores))[:, None]
         fused = np.zeros_like(scores)
-        for s_ in (scores, dense_scores):
-            top = scorer.topk_rows(s_, scorer.TOPK)
-            fused[np.arange(len(top))[:, None], top] += 1.0 / (k + 1 + np.arange(top.shape[1]))
+        for _, top in rankings:
+            fused[rows, top] += 1.0 / (k + 1 + np.arange(top.shape[1]))
         out[name + " + dense, RRF"] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(fused, scorer.TOPK)], queries, qrels)
         for fusion in ("DBSF", "min-max"):
-            fused = score_fusion((scores, dense_scores), scorer.TOPK, fusion)
+            fused = score_fusion(rankings, fusion)
             out[f"{name} + dense, {fusion}"] = score(scorer, [[ids[i] for i in r] for r in scorer.topk_rows(fused, scorer.TOPK)], queries, qrels)
     return out
 
 
-def score_fusion(rankings, top, kind):
-    """Score fusion as stores run it over each ranking's top `top`: DBSF (Qdrant's `fusion: "dbsf"`:
-    each list's scores rescaled by its mean ± 3 standard deviations) or min-max (Elasticsearch's
-    linear retriever, OpenSearch's normalization processor), then summed; a document outside a
-    list gets nothing from it, one outside every list is not ranked."""
-    fused = np.full_like(rankings[0], -np.inf)
-    for s in rankings:
-        best = scorer_topk(s, top)
-        values = np.take_along_axis(s, best, axis=1)
+def score_fusion(rankings, kind):
+    """Score fusion as stores run it over each ranking's top rows ((scores, top indices) pairs):
+    DBSF (Qdrant's `fusion: "dbsf"`: each list's scores rescaled by its mean ± 3 standard
+    deviations) or min-max (Elasticsearch's linear retriever, OpenSearch's normalization
+    processor), then summed; a document outside a list gets nothing from it, one outside every
+    list is not ranked."""
+    fused = np.zeros_like(rankings[0][0])
+    listed = np.zeros(fused.shape, dtype=bool)
+    for scores, top in rankings:
+        values = np.take_along_axis(scores, top, axis=1)
         if kind == "DBSF":
             low = values.mean(axis=1, keepdims=True) - 3 * values.std(axis=1, keepdims=True)
             span = 6 * values.std(axis=1, keepdims=True)
         else:
             low = values.min(axis=1, keepdims=True)
             span = values.max(axis=1, keepdims=True) - low
-        rows = np.arange(len(best))[:, None]
-        fused[rows, best] = np.where(np.isinf(fused[rows, best]), 0.0, fused[rows, best]) + (values - low) / np.maximum(span, 1e-12)
+        rows = np.arange(len(top))[:, None]
+        fused[rows, top] += (values - low) / np.maximum(span, 1e-12)
+        listed[rows, top] = True
+    fused[~listed] = -np.inf
     return fused
-
-
-def scorer_topk(s, k):
-    """The indices of each row's k highest scores (order within them does not matter here)."""
-    return np.argpartition(-s, min(k, s.shape[1] - 1), axis=1)[:, :k]
 
 
 def served_ids(folder, dev=DEFAULT_DEV, tasks=None):

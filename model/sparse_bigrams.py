@@ -32,8 +32,8 @@ RULE = "word-pairs-v1"
 SLOTS = 16_777_213  # the largest prime below 2**24
 
 
-def continuation_bitmap(tokenizer_path, vocab):
-    """Base64 of a little-endian bitmap: bit i set where piece i continues a word (its prefix, "##")."""
+def continuation_flags(tokenizer_path, vocab):
+    """A bool per piece: it continues a word (the tokenizer's continuing prefix, "##")."""
     with open(tokenizer_path, encoding="utf-8") as f:
         model = json.load(f)["model"]
     prefix = model.get("continuing_subword_prefix", "##")
@@ -41,7 +41,21 @@ def continuation_bitmap(tokenizer_path, vocab):
     for piece, i in model["vocab"].items():
         if i < vocab and piece.startswith(prefix):
             flags[i] = True
+    return flags
+
+
+def continuation_bitmap(tokenizer_path, vocab):
+    """Base64 of a little-endian bitmap: bit i set where piece i continues a word; and how many do."""
+    flags = continuation_flags(tokenizer_path, vocab)
     return base64.b64encode(np.packbits(flags, bitorder="little").tobytes()).decode("ascii"), int(flags.sum())
+
+
+def positive_number(text):
+    """argparse type of --weight: a positive finite number."""
+    value = float(text)
+    if not (value > 0 and np.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
 
 
 def read_sparse_settings(folder):
@@ -57,30 +71,35 @@ def read_sparse_settings(folder):
     return path, settings
 
 
+def write_sparse_entry(folder, settings, key, entry, new_id=None):
+    """Sets lexembed.json "sparse"[key] to entry (None takes it out) and the id where given, and writes the folder's settings."""
+    if entry is None:
+        settings["sparse"].pop(key, None)
+    else:
+        settings["sparse"][key] = entry
+    if new_id:
+        settings["id"] = new_id
+    write_settings(folder, settings)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="a folder whose lexembed.json has a \"sparse\" entry (model/add_lexical.py)")
-    p.add_argument("--weight", type=float, default=0.6, help="β, the pairs' weight beside the pieces (default 0.6, chosen on the dev set)")
+    p.add_argument("--weight", type=positive_number, default=0.6, help="β, the pairs' weight beside the pieces (default 0.6, chosen on the dev set)")
     p.add_argument("--slots", type=int, default=SLOTS, help=f"pair slots after the vocabulary (default {SLOTS:,})")
     p.add_argument("--strip", action="store_true", help="take the pairs out again")
     p.add_argument("--id", help="a new lexembed.json id for the folder (its sparse vectors change: stores must re-index them)")
     args = p.parse_args()
     path, settings = read_sparse_settings(args.model)
     if args.strip:
-        settings["sparse"].pop("bigrams", None)
-        print(f"{path}: word pairs taken out")
-    else:
-        if not (args.weight > 0 and np.isfinite(args.weight)):
-            raise SystemExit(f"--weight must be a positive number, got {args.weight}")
-        if not 1 <= args.slots <= 2**31:
-            raise SystemExit(f"--slots must lie between 1 and 2^31, got {args.slots}")
-        vocab = len(read_sparse_table(settings)[0])
-        bitmap, continued = continuation_bitmap(os.path.join(args.model, "tokenizer.json"), vocab)
-        settings["sparse"]["bigrams"] = {"rule": RULE, "weight": args.weight, "slots": args.slots, "continuations": bitmap}
-        print(f"{path}: word pairs at weight {args.weight} in {args.slots:,} slots after {vocab:,} pieces ({continued:,} continue a word)")
-    if args.id:
-        settings["id"] = args.id
-    write_settings(args.model, settings)
+        write_sparse_entry(args.model, settings, "bigrams", None, args.id)
+        return print(f"{path}: word pairs taken out")
+    if not 1 <= args.slots <= 2**31:
+        raise SystemExit(f"--slots must lie between 1 and 2^31, got {args.slots}")
+    vocab = len(read_sparse_table(settings)[0])
+    bitmap, continued = continuation_bitmap(os.path.join(args.model, "tokenizer.json"), vocab)
+    write_sparse_entry(args.model, settings, "bigrams", {"rule": RULE, "weight": args.weight, "slots": args.slots, "continuations": bitmap}, args.id)
+    print(f"{path}: word pairs at weight {args.weight} in {args.slots:,} slots after {vocab:,} pieces ({continued:,} continue a word)")
 
 
 if __name__ == "__main__":

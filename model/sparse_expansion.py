@@ -32,8 +32,7 @@ import sys
 import numpy as np
 
 from add_lexical import read_sparse_canonical, read_sparse_table
-from quantize_graph import write_settings
-from sparse_bigrams import continuation_bitmap, read_sparse_settings
+from sparse_bigrams import continuation_flags, positive_number, read_sparse_settings, write_sparse_entry
 
 RULE = "query-neighbours-v1"
 # the static part's int8 table and row scale: in a hybrid's graph, and in a static folder's
@@ -77,7 +76,7 @@ def neighbour_table(rows, idf, canonical, continuation, neighbours, threshold, m
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="a hybrid or static folder whose lexembed.json has a \"sparse\" entry (model/add_lexical.py)")
-    p.add_argument("--weight", type=float, default=0.3, help="α, a neighbour's share of its proposer's weight per unit of similarity (default 0.3, chosen on the dev set)")
+    p.add_argument("--weight", type=positive_number, default=0.3, help="α, a neighbour's share of its proposer's weight per unit of similarity (default 0.3, chosen on the dev set)")
     p.add_argument("--neighbours", type=int, default=5, help="neighbours listed per word (default 5)")
     p.add_argument("--threshold", type=float, default=0.4, help="the least cosine a listed neighbour has (default 0.4)")
     p.add_argument("--max-idf", type=float, default=9.0,
@@ -88,37 +87,27 @@ def main():
     args = p.parse_args()
     path, settings = read_sparse_settings(args.model)
     if args.strip:
-        settings["sparse"].pop("expansion", None)
-        print(f"{path}: query neighbours taken out")
-    else:
-        if not (args.weight > 0 and np.isfinite(args.weight)):
-            raise SystemExit(f"--weight must be a positive number, got {args.weight}")
-        if args.neighbours < 1:
-            raise SystemExit(f"--neighbours must be at least 1, got {args.neighbours}")
-        if not -1 <= args.threshold <= 1:
-            raise SystemExit(f"--threshold is a cosine, from -1 to 1, got {args.threshold}")
-        idf = read_sparse_table(settings)[0]
-        flags = np.unpackbits(np.frombuffer(base64.b64decode(continuation_bitmap(os.path.join(args.model, "tokenizer.json"), len(idf))[0]), np.uint8), bitorder="little")
-        sources, targets, similarities = neighbour_table(static_rows(args.model), idf, read_sparse_canonical(settings),
-                                                         flags[:len(idf)].astype(bool), args.neighbours, args.threshold, args.max_idf)
-        if not len(sources):
-            # an untrained table (the pipeline's --smoke run) puts no two words that close: say so, write nothing
-            print(f"{path}: no two words' rows reach cosine {args.threshold} (a barely trained static table?): no query neighbours written",
-                  file=sys.stderr)
-            settings["sparse"].pop("expansion", None)
-            if args.id:
-                settings["id"] = args.id
-            write_settings(args.model, settings)
-            return
-        encode = lambda a: base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii")  # noqa: E731
-        settings["sparse"]["expansion"] = {"rule": RULE, "weight": args.weight, "neighbours": args.neighbours, "threshold": args.threshold, "max_idf": args.max_idf,
-                                           "sources": encode(sources), "targets": encode(targets), "similarities": encode(similarities)}
-        print(f"{path}: {len(sources):,} query neighbours for {len(np.unique(sources)):,} words at weight {args.weight} "
-              f"(up to {args.neighbours} each, cosine ≥ {args.threshold}, idf ≤ {args.max_idf})")
-    if args.id:
-        settings["id"] = args.id
-    write_settings(args.model, settings)
-
+        write_sparse_entry(args.model, settings, "expansion", None, args.id)
+        return print(f"{path}: query neighbours taken out")
+    if args.neighbours < 1:
+        raise SystemExit(f"--neighbours must be at least 1, got {args.neighbours}")
+    if not -1 <= args.threshold <= 1:
+        raise SystemExit(f"--threshold is a cosine, from -1 to 1, got {args.threshold}")
+    idf = read_sparse_table(settings)[0]
+    sources, targets, similarities = neighbour_table(static_rows(args.model), idf, read_sparse_canonical(settings),
+                                                     continuation_flags(os.path.join(args.model, "tokenizer.json"), len(idf)),
+                                                     args.neighbours, args.threshold, args.max_idf)
+    if not len(sources):
+        # an untrained table (the pipeline's --smoke run) puts no two words that close: say so, write none
+        write_sparse_entry(args.model, settings, "expansion", None, args.id)
+        return print(f"{path}: no two words' rows reach cosine {args.threshold} (a barely trained static table?): no query neighbours written",
+                     file=sys.stderr)
+    encode = lambda a: base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii")  # noqa: E731
+    write_sparse_entry(args.model, settings, "expansion", {
+        "rule": RULE, "weight": args.weight, "neighbours": args.neighbours, "threshold": args.threshold, "max_idf": args.max_idf,
+        "sources": encode(sources), "targets": encode(targets), "similarities": encode(similarities)}, args.id)
+    print(f"{path}: {len(sources):,} query neighbours for {len(np.unique(sources)):,} words at weight {args.weight} "
+          f"(up to {args.neighbours} each, cosine ≥ {args.threshold}, idf ≤ {args.max_idf})")
 
 if __name__ == "__main__":
     main()

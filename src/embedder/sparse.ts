@@ -99,8 +99,7 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
     ...(settings.expansion && { expansion: expansionRuleOf(settings.expansion, idf) }),
   };
   if (settings.canonical === undefined) return table;
-  const view = tableBytes(settings.canonical, 'canonical');
-  const canonical = Int32Array.from({ length: view.byteLength / 4 }, (_, i) => view.getInt32(i * 4, true));
+  const canonical = int32Table(settings.canonical, 'canonical');
   if (canonical.length !== idf.length) throw new Error(`lexembed.json sparse.canonical holds ${canonical.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py --stems`);
   const outside = canonical.findIndex((c, i) => c < 0 || c > i);
   if (outside >= 0) throw new Error(`lexembed.json sparse.canonical maps piece ${outside} to ${canonical[outside]}, not a piece at or before it: rebuild the folder with model/add_lexical.py --stems`);
@@ -123,18 +122,14 @@ function expansionRuleOf(entry: NonNullable<SparseSettings['expansion']>, idf: F
   const fix = 'rebuild it with model/sparse_expansion.py';
   if (entry.rule !== EXPANSION_RULE) throw new Error(`lexembed.json sparse.expansion.rule is "${entry.rule}"; this lexembed applies "${EXPANSION_RULE}": upgrade lexembed, or take the neighbours out with model/sparse_expansion.py --strip`);
   if (!(entry.weight > 0 && Number.isFinite(entry.weight))) throw new Error(`lexembed.json sparse.expansion.weight must be a positive number, got ${entry.weight}: ${fix}`);
-  const ints = (name: 'sources' | 'targets') => {
-    const view = tableBytes(entry[name], `expansion.${name}`);
-    return Int32Array.from({ length: view.byteLength / 4 }, (_, i) => view.getInt32(i * 4, true));
-  };
-  const sources = ints('sources');
-  const targets = ints('targets');
+  const sources = int32Table(entry.sources, 'expansion.sources');
+  const targets = int32Table(entry.targets, 'expansion.targets');
   const similarities = float32Table(entry.similarities, 'expansion.similarities');
   if (targets.length !== sources.length || similarities.length !== sources.length) {
     throw new Error(`lexembed.json sparse.expansion holds ${sources.length} sources, ${targets.length} targets and ${similarities.length} similarities; they must match: ${fix}`);
   }
-  const outside = [...sources, ...targets].findIndex((id) => id < 0 || id >= vocabulary);
-  if (outside >= 0) throw new Error(`lexembed.json sparse.expansion names piece ${[...sources, ...targets][outside]}, outside the ${vocabulary} pieces: ${fix}`);
+  const outside = [sources, targets].map((ids) => ids.find((id) => id < 0 || id >= vocabulary)).find((id) => id !== undefined);
+  if (outside !== undefined) throw new Error(`lexembed.json sparse.expansion names piece ${outside}, outside the ${vocabulary} pieces: ${fix}`);
   const weightless = targets.find((t) => !(idf[t]! > 0));
   if (weightless !== undefined) throw new Error(`lexembed.json sparse.expansion proposes piece ${weightless}, which carries no word (idf 0): ${fix}`);
   const neighbours = new Map<number, [number, number]>();
@@ -157,6 +152,11 @@ function tableBytes(base64: string, name: string): DataView {
   const bytes = Uint8Array.from(atob(base64), (ch) => ch.charCodeAt(0));
   if (bytes.length % 4 !== 0) throw new Error(`lexembed.json sparse.${name} holds ${bytes.length} bytes, not a whole number of 4-byte values`);
   return new DataView(bytes.buffer);
+}
+
+function int32Table(base64: string, name: string): Int32Array {
+  const view = tableBytes(base64, name);
+  return Int32Array.from({ length: view.byteLength / 4 }, (_, i) => view.getInt32(i * 4, true));
 }
 
 function float32Table(base64: string, name: string): Float32Array {

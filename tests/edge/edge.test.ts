@@ -77,6 +77,7 @@ describe('edge worker in workerd', () => {
     const texts = ['Notice of termination of a lease', 'Security deposit returned within 45 days'];
     const node = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
     try {
+      const served: Record<string, { indices: number[] }[]> = {};
       for (const task of ['retrieval/query', 'retrieval/document'] as const) {
         const res = await mf.dispatchFetch('http://edge.local/v1/embeddings/sparse', {
           method: 'POST',
@@ -92,13 +93,10 @@ describe('edge worker in workerd', () => {
           expect(e.indices, `${task} ${texts[i]}`).toEqual(want.value.vectors[i]!.indices);
           e.values.forEach((v, k) => expect(v).toBeCloseTo(want.value.vectors[i]!.values[k]!, 6));
         });
+        served[task] = body.embeddings;
       }
       // the query got neighbours the document form did not ("lease" brings "rental", "lessee", ...)
-      const [query, document] = await Promise.all(
-        (['retrieval/query', 'retrieval/document'] as const).map(async (task) => node.sparse!.embed({ texts: texts.slice(0, 1), task, overflowStrategy: 'drop_end', weighting: 'tf' })),
-      );
-      if (!query!.ok || !document!.ok) throw new Error('node sparse failed');
-      expect(query!.value.vectors[0]!.indices.length).toBeGreaterThan(document!.value.vectors[0]!.indices.length);
+      expect(served['retrieval/query']![0]!.indices.length).toBeGreaterThan(served['retrieval/document']![0]!.indices.length);
     } finally {
       await node.dispose();
     }
