@@ -8,7 +8,8 @@ const USAGE = `lexembed — self-hosted legal embedding API
 Usage:
   lexembed serve [options]      serve POST /v1/embeddings (lexembed serve --help)
   lexembed embed <file|folder> --output <out.jsonl>   embed a corpus file, or PDF/DOCX/TXT/Markdown documents (lexembed embed --help)
-  lexembed search <out.jsonl> <query>   the best passages of an embedded corpus, with file and page (lexembed search --help)
+  lexembed index <folder> --index <where>   keep a search index of documents up to date: hybrid, incremental (lexembed index --help)
+  lexembed search <where> <query>   the best passages of an index (or of an embed output), with file and page (lexembed search --help)
   lexembed mcp [--transport stdio|http]   a Model Context Protocol server: embed, rerank, chunk, tokenize, search (lexembed mcp --help)
   lexembed keys <create|update|list|revoke>   manage API keys and their rate limits (lexembed keys --help)
   lexembed accounts <set|list>            manage account states and monthly quotas (lexembed accounts --help)
@@ -25,6 +26,8 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import('./serve.ts')).serveCommand(rest, out, err);
       case 'embed':
         return await (await import('./embed.ts')).embedCommand(rest, out, err);
+      case 'index':
+        return await (await import('./index-folder.ts')).indexCommand(rest, out, err);
       case 'search':
         return await (await import('./search.ts')).searchCommand(rest, out, err);
       case 'mcp':

@@ -3,7 +3,7 @@
 // weights do not compare), scored by cosine over every row and, with --rerank, the best
 // candidates reordered by the model's reranker. Each hit names its file and page (documents) or
 // its id, with the passage read back from the input recorded in the meta file.
-import { createReadStream, existsSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { DocumentUnit } from '../documents/extract.ts';
@@ -11,6 +11,8 @@ import { DocumentReader, listDocuments } from '../node/documents.ts';
 import { readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { BUNDLED_MODEL_DIR } from '../node/runtime/load-model.ts';
 import { messageOf } from '../util/message-of.ts';
+import { excerptOf } from '../search-index/excerpt.ts';
+import { isPostgresUrl } from '../search-index/sql.ts';
 import { DEVICE_OPTIONS } from './device-options.ts';
 import { metaPathOf, type EmbedSource } from './embed.ts';
 import { openModelSource, type ModelIdentity, type ModelSource } from './model-source.ts';
@@ -18,6 +20,11 @@ import { describeOptions, flag, integerIn, parseOptions, remoteUrl, UsageError }
 
 export const SEARCH_OPTIONS = {
   top: { value: integerIn(1, 1000), default: '10', help: 'how many passages to show' },
+  offset: { value: integerIn(0, 10000), default: '0', help: 'an index: passages to skip first (the next page: --offset 10)' },
+  'dense-only': flag({ help: 'an index: rank by the dense vectors alone (default: hybrid, dense + sparse fused)' }),
+  'sparse-only': flag({ help: 'an index: rank by the sparse vectors alone, with the corpus\'s idf' }),
+  file: { value: z.string(), default: '', help: "an index: only files whose path matches this glob, e.g. 'leases/**' or '*acme*.pdf'" },
+  document: { value: z.string(), default: '', help: 'an index: only this file (its path as lexembed index lists it)' },
   rerank: flag({ help: "reorder the best --candidates by cosine with the model's reranker (POST /v1/rerankings' scores)" }),
   candidates: { value: integerIn(1, 1000), default: '50', help: 'with --rerank: how many of the best by cosine the reranker reads' },
   json: flag({ help: 'print the hits as one JSON array (rank, score, id, chunk, start, end, page/paragraph/line, text)' }),
@@ -27,15 +34,22 @@ export const SEARCH_OPTIONS = {
   'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
 };
 
-export const SEARCH_USAGE = `Usage: lexembed search <out.jsonl> <query> [options]
+export const SEARCH_USAGE = `Usage: lexembed search <index> <query> [options]
+       lexembed search <out.jsonl> <query> [options]
 
-Finds the passages of <out.jsonl> (written by lexembed embed) closest to <query>: the query is
-embedded by the model that embedded the output (checked against <out.jsonl>.meta.json), every
-row is scored by cosine, and the best are shown with their file and page (documents), or id, and
-the passage read back from the input the output was made from.
+Finds the passages that answer <query>, each with its file and page (or paragraph, or line)
+and the sentences of the passage that match it.
 
-  lexembed embed contracts/ --output contracts.jsonl     # PDF, DOCX, TXT, Markdown
-  lexembed search contracts.jsonl "Who may terminate the lease early?"
+An index (a folder or postgres:// URL made by lexembed index) is searched hybrid by default:
+the dense vectors' candidates and the sparse vectors scored with the corpus's own idf, fused by
+score (--dense-only or --sparse-only for one of them), with --file/--document filters and
+--offset for the next page.
+
+  lexembed index contracts/ --index contracts.index      # PDF, DOCX, TXT, Markdown
+  lexembed search contracts.index "Who may terminate the lease early?"
+
+An output of lexembed embed (<out.jsonl>, with <out.jsonl>.meta.json) is read whole and every
+row scored by cosine; the passages are read back from the input it was made from.
 
 Options:
 ${describeOptions(SEARCH_OPTIONS)}
@@ -64,19 +78,30 @@ export async function searchCommand(args: string[], out: (s: string) => void, er
   if (help) return (out(SEARCH_USAGE), 0);
   const [index, ...words] = positionals;
   const query = words.join(' ').trim();
-  if (!index || !query) throw new UsageError('lexembed search: give the output of lexembed embed and a query, e.g. lexembed search contracts.jsonl "termination for convenience"');
+  if (!index || !query) throw new UsageError('lexembed search: give an index (or an output of lexembed embed) and a query, e.g. lexembed search contracts.index "termination for convenience"');
+  if (isIndexLocation(index)) return (await import('./search-index.ts')).searchIndexCommand(index, query, config, out);
+  const indexOnly = (['offset', 'dense-only', 'sparse-only', 'file', 'document'] as const).filter((k) => config[k] !== SEARCH_DEFAULTS[k]);
+  if (indexOnly.length) throw new UsageError(`lexembed search: --${indexOnly[0]} works on an index (lexembed index <folder> --index <where>), not on ${index}, an output of lexembed embed`);
   const meta = readMeta(index);
   const source = await openModelSource(config);
   try {
     const hits = await searchIndex(source, index, meta, query, { top: config.top, rerank: config.rerank, candidates: config.candidates });
-    if (config.json) out(JSON.stringify(hits.map((h, i) => ({ rank: i + 1, ...hitRecord(h) }))));
+    if (config.json) out(JSON.stringify(hits.map((h, i) => ({ rank: i + 1, ...hitRecord(h, query) }))));
     else if (!hits.length) out(`no rows in ${index}`);
-    else for (const [i, h] of hits.entries()) out(describeHit(i + 1, h, config.rerank));
+    else for (const [i, h] of hits.entries()) out(describeHit(i + 1, h, config.rerank, query));
     if (hits.some((h) => h.text === undefined)) err(`lexembed search: some passages could not be read back from ${meta.source?.inputs.join(', ') ?? 'the input'} (moved or changed since lexembed embed?); ids and offsets are shown`);
     return 0;
   } finally {
     await source.dispose();
   }
+}
+
+const SEARCH_DEFAULTS = { offset: 0, 'dense-only': false, 'sparse-only': false, file: '', document: '' } as const;
+
+/** An index made by lexembed index: a postgres:// URL, or a folder (not a JSONL output file). */
+function isIndexLocation(location: string): boolean {
+  if (isPostgresUrl(location)) return true;
+  return existsSync(location) && statSync(location).isDirectory();
 }
 
 /** OUT.meta.json, or a UsageError saying why the output cannot be searched. */
@@ -174,7 +199,7 @@ export function unitFields(h: Hit): Record<string, number> {
   return h.unit.last === h.unit.number ? { [h.unit.name]: h.unit.number } : { [h.unit.name]: h.unit.number, [`${h.unit.name}_end`]: h.unit.last };
 }
 
-function hitRecord(h: Hit) {
+function hitRecord(h: Hit, query: string) {
   return {
     score: h.score,
     ...(h.score !== h.cosine ? { cosine: h.cosine } : {}),
@@ -182,13 +207,14 @@ function hitRecord(h: Hit) {
     ...(h.chunk !== undefined ? { chunk: h.chunk, start: h.start, end: h.end } : {}),
     ...unitFields(h),
     text: h.text ?? null,
+    excerpt: h.text === undefined ? null : excerptOf(h.text, query),
   };
 }
 
-function describeHit(rank: number, h: Hit, reranked: boolean): string {
+function describeHit(rank: number, h: Hit, reranked: boolean, query: string): string {
   const units = h.unit && (h.unit.last === h.unit.number ? `${h.unit.name} ${h.unit.number}` : `${h.unit.name}s ${h.unit.number}–${h.unit.last}`);
   const where = [String(h.id), units ?? '', h.chunk !== undefined ? `chunk ${h.chunk}, characters ${h.start}–${h.end}` : ''].filter(Boolean).join(', ');
   const score = reranked ? `${h.score.toFixed(3)} (cosine ${h.cosine.toFixed(3)})` : h.score.toFixed(3);
-  const passage = h.text === undefined ? '' : `\n   ${JSON.stringify(h.text.replace(/\s+/g, ' ').trim().slice(0, 300))}`;
+  const passage = h.text === undefined ? '' : `\n   ${JSON.stringify(excerptOf(h.text, query))}`;
   return `${rank}. ${score}  ${where}${passage}`;
 }

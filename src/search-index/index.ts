@@ -1,0 +1,98 @@
+// lexembed's search index as a library: passages of legal documents with their text, place and
+// vectors in an embedded PostgreSQL (PGlite + pgvector, a folder) or a PostgreSQL server with
+// pgvector, kept up to date file by file and searched hybrid (dense + sparse) by default.
+//
+//   const index = await openIndex('contracts.index', { embedder });
+//   await index.update(['contracts/']);          // { added: [...], changed: [], ..., unchanged: 25 }
+//   const hits = await index.search('governing law of the supply agreement', { top: 5 });
+//   await index.close();
+import type { Embedder } from '../embedder/types.ts';
+import { LEXEMBED_VERSION } from '../version.ts';
+import { openLocation } from './location.ts';
+import { indexModelOf, type IndexModel } from './model.ts';
+import { checkSameVectors, ensureSchema, IndexError, readSettings, type IndexSettings } from './schema.ts';
+import { searchPassages, type SearchHit, type SearchOptions } from './search.ts';
+import type { Sql } from './sql.ts';
+import { updateIndex, type UpdateEvent, type UpdateReport } from './update.ts';
+
+export { IndexError } from './schema.ts';
+export type { SearchHit, SearchMode, SearchOptions } from './search.ts';
+export type { UpdateEvent, UpdateReport } from './update.ts';
+
+/** Passage size when an index is made: 256 tokens, as lexembed embed cuts documents. */
+export const DEFAULT_CHUNK_TOKENS = 256;
+/** The longest query searched, in characters (a query is one text the model reads whole). */
+export const MAX_QUERY_CHARACTERS = 10_000;
+
+export interface OpenIndexOptions {
+  /** The loaded model (loadModelFolder): the one that made the index, checked by its fingerprint. */
+  readonly embedder: Embedder;
+  /** Make the index when there is none (default true); false: an IndexError says how to make it. */
+  readonly create?: boolean;
+  /** Tokens per passage for a new index (default 256); an existing index keeps its own. */
+  readonly chunkTokens?: number;
+}
+
+export interface SearchIndex {
+  /** Where it is: a folder, or the server's URL without its password. */
+  readonly where: string;
+  readonly engine: 'pglite' | 'postgres';
+  /** Indexes what is new, changed, renamed or gone under `inputs` (folders or files). */
+  update(inputs: readonly string[], onEvent?: (e: UpdateEvent) => void): Promise<UpdateReport>;
+  search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
+  /** Counts of files and passages. */
+  stats(): Promise<{ files: number; passages: number; settings: IndexSettings | null }>;
+  close(): Promise<void>;
+}
+
+/** Opens (or makes) the index at `location`: a folder for the embedded engine, or a postgres:// URL. */
+export async function openIndex(location: string, options: OpenIndexOptions): Promise<SearchIndex> {
+  const model = indexModelOf(options.embedder);
+  const sql = await openLocation(location, { create: options.create ?? true });
+  try {
+    let settings: IndexSettings | null = await readSettings(sql, sql.where);
+    if (settings) checkSameVectors(settings, { ...model.settings, chunkTokens: settings.chunkTokens }, sql.where);
+    else if (options.create === false) throw new IndexError(`no index at ${sql.where}: make one with lexembed index <folder of documents> --index ${location}`);
+    return handle(sql, model, () => settings, async () => {
+      if (settings) return settings;
+      const made = { ...model.settings, chunkTokens: options.chunkTokens ?? DEFAULT_CHUNK_TOKENS };
+      if (made.chunkTokens > model.maxChunkTokens) throw new IndexError(`--chunk-tokens ${made.chunkTokens} is more than the model reads of a passage (${model.maxChunkTokens})`);
+      await ensureSchema(sql, made, LEXEMBED_VERSION);
+      settings = made;
+      return settings;
+    });
+  } catch (error) {
+    await sql.close();
+    throw error;
+  }
+}
+
+function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null, made: () => Promise<IndexSettings>): SearchIndex {
+  return {
+    where: sql.where,
+    engine: sql.engine,
+    async update(inputs, onEvent) {
+      if (!(await sql.tryWriterLock())) throw new IndexError(`another lexembed index run is writing to ${sql.where}: wait for it to finish (one writer at a time)`);
+      const settings = await made();
+      return updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent);
+    },
+    async search(query, options) {
+      const settings = current();
+      if (!settings) throw new IndexError(`the index at ${sql.where} is empty: add documents with lexembed index <folder> --index ${sql.where}`);
+      if (!/\S/.test(query)) throw new IndexError('the query is empty: give a question or words to search for');
+      if (query.length > MAX_QUERY_CHARACTERS) throw new IndexError(`the query has ${query.length.toLocaleString('en')} characters; a query is searched as one text of at most ${MAX_QUERY_CHARACTERS.toLocaleString('en')}: ask with its key words or a sentence`);
+      const top = options?.top ?? 10;
+      const offset = options?.offset ?? 0;
+      if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
+      if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
+      return searchPassages(sql, await model.embedQuery(query), settings.vocabularySize, { ...options, top, offset });
+    },
+    async stats() {
+      const settings = current();
+      if (!settings) return { files: 0, passages: 0, settings: null };
+      const [row] = await sql.query<{ files: number; passages: number }>(`select (select count(*) from lexembed_files)::int as files, (select df from lexembed_terms where term = -1)::int as passages`);
+      return { files: row?.files ?? 0, passages: row?.passages ?? 0, settings };
+    },
+    close: () => sql.close(),
+  };
+}

@@ -1,0 +1,79 @@
+// The index's tables and what it records about itself, the same in PGlite and PostgreSQL:
+//   lexembed_index     one row: the schema version, the model that made the vectors (name, id,
+//                      fingerprint), the dense width, the sparse vocabulary size, the chunk size
+//   lexembed_files     one row per indexed file: root + path, content hash, its terms' counts
+//   lexembed_passages  one row per chunk: text, offsets, page/paragraph/line, the dense vector as
+//                      bits (for the HNSW candidate search) and int8 (for rescoring), the sparse vector
+//   lexembed_terms     how many passages hold each sparse index (the corpus's idf), and row -1
+//                      counts the passages
+// A file's passages, its row and the counts change in one transaction, so an interrupted run
+// leaves whole files.
+import type { Sql, SqlQuery } from './sql.ts';
+
+/** Bumped when the tables change shape; an index made by a newer lexembed is refused, not misread. */
+export const SCHEMA_VERSION = 1;
+
+/** Which vectors an index holds: it only answers queries embedded the same way. */
+export interface IndexSettings {
+  readonly model: { readonly name: string; readonly id: string | null; readonly fingerprint: string | null };
+  readonly dimensions: number;
+  readonly vocabularySize: number;
+  readonly chunkTokens: number;
+}
+
+/** Why an index cannot be used, with what to do: the CLI prints it and exits 2. */
+export class IndexError extends Error {
+  override readonly name = 'IndexError';
+}
+
+/** The passage count's row in lexembed_terms. */
+export const PASSAGES_ROW = -1;
+
+/** The settings recorded in the index, or null when it has no tables yet. */
+export async function readSettings(sql: SqlQuery, where: string): Promise<(IndexSettings & { schemaVersion: number; lexembedVersion: string }) | null> {
+  const [table] = await sql.query<{ present: boolean }>(`select to_regclass('lexembed_index') is not null as present`);
+  if (!table?.present) return null;
+  const [row] = await sql.query<{ schema_version: number; settings: IndexSettings; lexembed_version: string }>('select schema_version, settings, lexembed_version from lexembed_index');
+  if (!row) throw new IndexError(`${where}: the index's table lexembed_index is empty (an index whose creation was cut off?); remove it and run lexembed index again`);
+  if (row.schema_version > SCHEMA_VERSION) {
+    throw new IndexError(`${where} was written by lexembed ${row.lexembed_version} (index format ${row.schema_version}); this lexembed reads format ${SCHEMA_VERSION} and older: upgrade lexembed to use it`);
+  }
+  return { ...row.settings, schemaVersion: row.schema_version, lexembedVersion: row.lexembed_version };
+}
+
+/** Creates the tables for `settings` (in one transaction), or checks that the index's match them. */
+export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVersion: string): Promise<void> {
+  const found = await readSettings(sql, sql.where);
+  if (found) return checkSameVectors(found, settings, sql.where);
+  await sql.transaction(async (tx) => {
+    await tx.query('create extension if not exists vector');
+    await tx.query(`create table lexembed_index (schema_version int not null, lexembed_version text not null, settings jsonb not null, created_at timestamptz not null default now())`);
+    await tx.query('insert into lexembed_index (schema_version, lexembed_version, settings) values ($1, $2, $3)', [SCHEMA_VERSION, lexembedVersion, JSON.stringify(settings)]);
+    await tx.query(`create table lexembed_files (
+      id serial primary key, root text not null, path text not null, sha256 text not null, bytes bigint not null,
+      unit text, passages int not null, terms int[] not null, term_counts int[] not null,
+      indexed_at timestamptz not null default now(), unique (root, path))`);
+    await tx.query(`create table lexembed_passages (
+      id bigserial primary key, file_id int not null references lexembed_files(id) on delete cascade,
+      chunk int not null, start_offset int not null, end_offset int not null, unit_first int, unit_last int,
+      body text not null, bits bit(${settings.dimensions}) not null, dense bytea not null,
+      sparse sparsevec(${settings.vocabularySize}) not null, unique (file_id, chunk))`);
+    await tx.query('create index lexembed_passages_bits on lexembed_passages using hnsw (bits bit_hamming_ops)');
+    await tx.query('create table lexembed_terms (term int primary key, df int not null)');
+    await tx.query('insert into lexembed_terms values ($1, 0)', [PASSAGES_ROW]);
+  });
+}
+
+/** Refuses vectors another model (or another width, vocabulary or chunking) would make. */
+export function checkSameVectors(found: IndexSettings, wanted: IndexSettings, where: string): void {
+  const a = found.model;
+  const b = wanted.model;
+  if (a.fingerprint !== b.fingerprint || a.name !== b.name || found.dimensions !== wanted.dimensions || found.vocabularySize !== wanted.vocabularySize) {
+    throw new IndexError(
+      `${where} holds vectors of model ${a.id ?? a.name} (fingerprint ${a.fingerprint}, ${found.dimensions} dimensions), and this model is ${b.id ?? b.name} (fingerprint ${b.fingerprint}, ${wanted.dimensions} dimensions): their vectors do not compare. Use the model that made the index (--model <its folder>), or index into a new location`,
+    );
+  }
+  if (found.chunkTokens !== wanted.chunkTokens) {
+    throw new IndexError(`${where} was indexed in chunks of ${found.chunkTokens} tokens, not ${wanted.chunkTokens}: pass --chunk-tokens ${found.chunkTokens}, or index into a new location`);
+  }
+}

@@ -1,0 +1,88 @@
+// The two SQL engines an index lives in, behind one small interface: PGlite (PostgreSQL compiled
+// to WebAssembly, with pgvector, in a folder on disk: the embedded default, no server) and a
+// PostgreSQL server with pgvector (`postgres://…`, the `pg` driver: a team's server, Citus). Both
+// run the same SQL (schema.ts, store.ts), so the embedded index and the server one answer alike.
+
+/** A connection to the index's database: plain queries and one transaction at a time. */
+export interface Sql {
+  /** pglite (a folder) or postgres (a server). */
+  readonly engine: 'pglite' | 'postgres';
+  /** Where it is, for messages (a server's password left out). */
+  readonly where: string;
+  query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Runs `work` in one transaction: all of it is committed, or none (an error rolls it back). */
+  transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T>;
+  /**
+   * Holds the index's one writer lock until close, or answers false when another process holds it
+   * (PostgreSQL: a session advisory lock; a PGlite folder is locked whole when it is opened).
+   */
+  tryWriterLock(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export type SqlQuery = Pick<Sql, 'query'>;
+
+/** True for a location that names a PostgreSQL server rather than a folder. */
+export const isPostgresUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(location);
+
+/** An embedded PostgreSQL (PGlite + pgvector) in `folder`, created if it does not exist. */
+export async function openPglite(folder: string, where = folder): Promise<Sql> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { vector } = await import('@electric-sql/pglite-pgvector');
+  const db = await PGlite.create({ dataDir: folder, extensions: { vector } });
+  return {
+    engine: 'pglite',
+    where,
+    query: async (text, params) => (await db.query(text, params as unknown[])).rows as never,
+    transaction: (work) => db.transaction((tx) => work({ query: async (text, params) => (await tx.query(text, params as unknown[])).rows as never })),
+    tryWriterLock: async () => true,
+    close: () => db.close(),
+  };
+}
+
+/** A PostgreSQL server with pgvector, through the `pg` driver (a small pool). */
+export async function openPostgres(url: string): Promise<Sql> {
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  // An idle connection's error (the server restarted) must not crash the process.
+  pool.on('error', () => {});
+  const where = redactPassword(url);
+  let locked: import('pg').PoolClient | null = null;
+  return {
+    engine: 'postgres',
+    where,
+    query: async (text, params) => (await pool.query(text, params as unknown[])).rows,
+    async transaction(work) {
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        const result = await work({ query: async (text, params) => (await client.query(text, params as unknown[])).rows });
+        await client.query('commit');
+        return result;
+      } catch (error) {
+        await client.query('rollback').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async tryWriterLock() {
+      if (locked) return true;
+      const client = await pool.connect();
+      const [row] = (await client.query<{ ok: boolean }>(`select pg_try_advisory_lock(hashtext('lexembed_index')) as ok`)).rows;
+      if (row?.ok) locked = client;
+      else client.release();
+      return locked !== null;
+    },
+    async close() {
+      locked?.release();
+      locked = null;
+      await pool.end();
+    },
+  };
+}
+
+/** postgres://user:secret@host/db → postgres://user:***@host/db */
+export function redactPassword(url: string): string {
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]+:)[^@]*@/i, '$1***@');
+}

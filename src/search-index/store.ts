@@ -1,0 +1,95 @@
+// The index's writes and reads in SQL, one function per operation; every write that touches a
+// file's passages also moves the corpus counts (lexembed_terms) in the same transaction.
+import type { SparseVector } from '../embedder/sparse.ts';
+import { PASSAGES_ROW } from './schema.ts';
+import { signBits, sparsevecLiteral, toInt8 } from './model.ts';
+import type { SqlQuery } from './sql.ts';
+
+/** A file as the index knows it. */
+export interface IndexedFile {
+  readonly id: number;
+  readonly root: string;
+  readonly path: string;
+  readonly sha256: string;
+  readonly passages: number;
+}
+
+/** A passage to store: where it is in its file, its text and vectors. */
+export interface NewPassage {
+  readonly chunk: number;
+  readonly start: number;
+  readonly end: number;
+  readonly unitFirst: number | null;
+  readonly unitLast: number | null;
+  readonly body: string;
+  readonly dense: Float32Array;
+  readonly sparse: SparseVector;
+}
+
+export async function listFiles(sql: SqlQuery): Promise<IndexedFile[]> {
+  return sql.query<IndexedFile>('select id, root, path, sha256, passages from lexembed_files order by root, path');
+}
+
+/** Removes a file, its passages and their part of the corpus counts. */
+export async function removeFile(tx: SqlQuery, fileId: number): Promise<void> {
+  const [row] = await tx.query<{ terms: number[]; term_counts: number[]; passages: number }>('delete from lexembed_files where id = $1 returning terms, term_counts, passages', [fileId]);
+  if (!row) return;
+  await addCounts(tx, row.terms, row.term_counts.map((n) => -n), -row.passages);
+}
+
+/** A file that moved without changing: only its path changes. */
+export async function renameFile(tx: SqlQuery, fileId: number, root: string, path: string): Promise<void> {
+  await tx.query('update lexembed_files set root = $2, path = $3 where id = $1', [fileId, root, path]);
+}
+
+/** Stores a file with its passages (in the caller's transaction) and adds them to the corpus counts. */
+export async function insertFile(tx: SqlQuery, file: { root: string; path: string; sha256: string; bytes: number; unit: string | null }, passages: readonly NewPassage[], vocabularySize: number): Promise<void> {
+  const df = new Map<number, number>();
+  for (const p of passages) for (const t of p.sparse.indices) df.set(t, (df.get(t) ?? 0) + 1);
+  const terms = [...df.keys()].sort((a, b) => a - b);
+  const [row] = await tx.query<{ id: number }>(
+    'insert into lexembed_files (root, path, sha256, bytes, unit, passages, terms, term_counts) values ($1, $2, $3, $4, $5, $6, $7, $8) returning id',
+    [file.root, file.path, file.sha256, file.bytes, file.unit, passages.length, terms, terms.map((t) => df.get(t)!)],
+  );
+  // Rows go in a few hundred at a time: one statement each, the vectors as text PostgreSQL casts.
+  for (let at = 0; at < passages.length; at += 200) {
+    const some = passages.slice(at, at + 200);
+    await tx.query(
+      `insert into lexembed_passages (file_id, chunk, start_offset, end_offset, unit_first, unit_last, body, bits, dense, sparse)
+       select $1, c, s, e, uf, ul, b, bits::bit(${some[0]!.dense.length}), decode(d, 'base64'), sp::sparsevec
+       from unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[]) as t(c, s, e, uf, ul, b, bits, d, sp)`,
+      [
+        row!.id,
+        some.map((p) => p.chunk),
+        some.map((p) => p.start),
+        some.map((p) => p.end),
+        some.map((p) => p.unitFirst),
+        some.map((p) => p.unitLast),
+        some.map((p) => p.body),
+        some.map((p) => signBits(p.dense)),
+        some.map((p) => Buffer.from(toInt8(p.dense).buffer).toString('base64')),
+        some.map((p) => sparsevecLiteral(p.sparse, vocabularySize)),
+      ],
+    );
+  }
+  await addCounts(tx, terms, terms.map((t) => df.get(t)!), passages.length);
+}
+
+async function addCounts(tx: SqlQuery, terms: readonly number[], counts: readonly number[], passages: number): Promise<void> {
+  if (terms.length) {
+    await tx.query(
+      `insert into lexembed_terms (term, df) select * from unnest($1::int[], $2::int[])
+       on conflict (term) do update set df = lexembed_terms.df + excluded.df`,
+      [terms, counts],
+    );
+    await tx.query('delete from lexembed_terms where df <= 0 and term <> $1', [PASSAGES_ROW]);
+  }
+  await tx.query('update lexembed_terms set df = df + $2 where term = $1', [PASSAGES_ROW, passages]);
+}
+
+/** How many passages hold each of `terms`, and how many passages there are. */
+export async function corpusCounts(sql: SqlQuery, terms: readonly number[]): Promise<{ passages: number; df: Map<number, number> }> {
+  const rows = await sql.query<{ term: number; df: number }>('select term, df from lexembed_terms where term = any($1::int[])', [[PASSAGES_ROW, ...terms]]);
+  const df = new Map(rows.map((r) => [r.term, r.df]));
+  return { passages: df.get(PASSAGES_ROW) ?? 0, df };
+}
