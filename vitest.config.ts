@@ -18,6 +18,7 @@ const UNIT = [
   'tests/ecosystem/ai-sdk-7.test.ts',
   'tests/ecosystem/vector-store.test.ts',
   'tests/documents/**/*.test.ts',
+  'tests/search-index/excerpt.test.ts',
 ];
 
 const IMAGE = ['tests/image/**/*.test.ts'];

@@ -40,45 +40,45 @@ export async function openPglite(folder: string, where = folder): Promise<Sql> {
   };
 }
 
-/** A PostgreSQL server with pgvector, through the `pg` driver (a small pool). */
+/**
+ * A PostgreSQL server with pgvector, through the `pg` driver: one connection, its queries one at
+ * a time (a transaction holds it whole), and the writer lock a session advisory lock on it.
+ */
 export async function openPostgres(url: string): Promise<Sql> {
   const { default: pg } = await import('pg');
-  const pool = new pg.Pool({ connectionString: url, max: 4 });
-  // An idle connection's error (the server restarted) must not crash the process.
-  pool.on('error', () => {});
-  const where = redactPassword(url);
-  let locked: import('pg').PoolClient | null = null;
+  const client = new pg.Client({ connectionString: url });
+  // A dropped connection's error (the server restarted) fails the next query, not the process.
+  client.on('error', () => {});
+  await client.connect();
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = queue.then(work, work);
+    queue = run.catch(() => {});
+    return run;
+  };
+  const query = async (text: string, params?: readonly unknown[]) => (await client.query(text, params as unknown[])).rows;
+  let locked = false;
   return {
     engine: 'postgres',
-    where,
-    query: async (text, params) => (await pool.query(text, params as unknown[])).rows,
-    async transaction(work) {
-      const client = await pool.connect();
-      try {
-        await client.query('begin');
-        const result = await work({ query: async (text, params) => (await client.query(text, params as unknown[])).rows });
-        await client.query('commit');
-        return result;
-      } catch (error) {
-        await client.query('rollback').catch(() => {});
-        throw error;
-      } finally {
-        client.release();
-      }
-    },
+    where: redactPassword(url),
+    query: (text, params) => serial(() => query(text, params)),
+    transaction: (work) =>
+      serial(async () => {
+        await query('begin');
+        try {
+          const result = await work({ query });
+          await query('commit');
+          return result;
+        } catch (error) {
+          await query('rollback').catch(() => {});
+          throw error;
+        }
+      }),
     async tryWriterLock() {
-      if (locked) return true;
-      const client = await pool.connect();
-      const [row] = (await client.query<{ ok: boolean }>(`select pg_try_advisory_lock(hashtext('lexembed_index')) as ok`)).rows;
-      if (row?.ok) locked = client;
-      else client.release();
-      return locked !== null;
+      if (!locked) locked = (await serial(() => query(`select pg_try_advisory_lock(hashtext('lexembed_index')) as ok`)))[0]?.ok === true;
+      return locked;
     },
-    async close() {
-      locked?.release();
-      locked = null;
-      await pool.end();
-    },
+    close: () => client.end(),
   };
 }
 

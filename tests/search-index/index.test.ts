@@ -1,0 +1,193 @@
+// The index through its library API on the static bundled model (real ONNX, real PGlite with
+// pgvector in a folder): documents in, the right clause out with its page; a second run touches
+// exactly what changed; the dense-only ranking equals exact float cosine; and every bad input is
+// an IndexError that says what to do, with nothing in the index lost.
+import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Embedder } from '../../src/embedder/types.ts';
+import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/index.ts';
+import { openLocation } from '../../src/search-index/location.ts';
+import { makePdf } from '../support/documents.ts';
+import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
+
+let dir: string;
+let docs: string;
+let embedder: Embedder;
+let index: SearchIndex;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'lexembed-index-'));
+  docs = join(dir, 'contracts');
+  await writeContracts(docs, 12);
+  writeFileSync(join(docs, 'damaged.pdf'), makePdf([['1. Rent is due monthly.']]).slice(0, 200));
+  writeFileSync(join(docs, 'minutes.doc'), new Uint8Array([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]));
+  embedder = await loadModelFolder(STATIC_MODEL_DIR, {});
+  index = await openIndex(join(dir, 'index'), { embedder });
+}, 120_000);
+
+afterAll(async () => {
+  await index?.close();
+  await embedder?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const passagesOf = async () => (await index.stats()).passages;
+
+describe('a folder indexed and searched', () => {
+  it('indexes every document file, names the one it cannot read and the one of another kind', async () => {
+    const report = await index.update([docs]);
+    expect(report.added).toHaveLength(12);
+    expect(report.failed).toEqual([{ file: 'damaged.pdf', reason: expect.stringMatching(/PDF/) }]);
+    expect(report.ignored).toEqual([join(docs, 'minutes.doc')]);
+    const stats = await index.stats();
+    expect(stats.files).toBe(12);
+    // Long contracts (every third) span more than one passage.
+    expect(stats.passages).toBeGreaterThan(12);
+  });
+
+  it('finds the clause a question asks about, with its file, page and text', async () => {
+    for (const [i, [topic]] of TOPICS.entries()) {
+      const [hit] = await index.search(`What does the contract say about ${topic}?`, { top: 1 });
+      expect(hit!.text.replace(/\s+/g, ' '), topic).toContain(TOPICS[i]![1]);
+      expect(hit!.file).toMatch(new RegExp(`^contract-(${[i, i + 8].map((n) => String(n).padStart(2, '0')).join('|')})\\.`));
+    }
+    const [pdf] = await index.search('termination for convenience', { top: 1, file: '*.pdf' });
+    expect(pdf).toMatchObject({ file: expect.stringMatching(/^contract-(02|10)\.pdf$/), unit: { name: 'page', first: 1, last: 2 } }); // a short contract: one passage over both pages
+  });
+
+  it('filters by glob and document, and pages with offset', async () => {
+    const mds = await index.search('governing law', { top: 20, file: '*.md' });
+    expect(mds.length).toBeGreaterThan(0);
+    expect(mds.every((h) => h.file.endsWith('.md'))).toBe(true);
+    const one = await index.search('governing law', { top: 20, document: 'contract-05.md' });
+    expect(new Set(one.map((h) => h.file))).toEqual(new Set(['contract-05.md']));
+    const all = await index.search('interest on late payment', { top: 12 });
+    const second = await index.search('interest on late payment', { top: 6, offset: 6 });
+    expect(second.map((h) => [h.rank, h.passageId])).toEqual(all.slice(6).map((h) => [h.rank, h.passageId]));
+  });
+
+  it('ranks --dense-only as exact cosine with the float vectors does (up to int8 rounding)', async () => {
+    const query = 'Can the landlord keep the deposit?';
+    const hits = await index.search(query, { top: 10, mode: 'dense' });
+    const every = await index.search(query, { top: 1000, mode: 'dense' });
+    expect(every.length).toBe((await index.stats()).passages);
+    const embed = async (texts: string[], task: 'retrieval/query' | 'retrieval/document') => {
+      const result = await embedder.embed({ texts, task, overflowStrategy: 'drop_end', dimensions: null });
+      if (!result.ok) throw new Error('embedding failed');
+      return result.value.vectors;
+    };
+    const [q] = await embed([query], 'retrieval/query');
+    const vectors = await embed(every.map((h) => h.text), 'retrieval/document');
+    const exact = every.map((h, i) => ({ id: h.passageId, s: vectors[i]!.reduce((a, x, k) => a + x * q![k]!, 0) })).sort((a, b) => b.s - a.s);
+    const exactOf = new Map(exact.map((e) => [e.id, e.s]));
+    // Each hit's float cosine is the exact ranking's at its rank, to int8's rounding (passages here repeat clauses, so ties reorder).
+    hits.forEach((h, i) => {
+      expect(Math.abs(exactOf.get(h.passageId)! - exact[i]!.s)).toBeLessThan(0.002);
+      expect(Math.abs(h.dense! - exactOf.get(h.passageId)!)).toBeLessThan(0.002);
+    });
+  });
+
+  it('hybrid search uses both lists: sparse-only and dense-only each return their own scores', async () => {
+    const [hybrid] = await index.search('force majeure flood fire war', { top: 1 });
+    const [sparse] = await index.search('force majeure flood fire war', { top: 1, mode: 'sparse' });
+    expect(hybrid!.dense).not.toBeNull();
+    expect(hybrid!.sparse).not.toBeNull();
+    expect(sparse!.dense).toBeNull();
+    expect(sparse!.text).toContain('flood, fire, war');
+  });
+});
+
+describe('a second run updates exactly what changed', () => {
+  it('counts unchanged files and embeds nothing', async () => {
+    const before = await passagesOf();
+    const report = await index.update([docs]);
+    expect(report).toMatchObject({ added: [], changed: [], renamed: [], removed: [], unchanged: 12, passagesAdded: 0 });
+    expect(await passagesOf()).toBe(before);
+  });
+
+  it('adds a new file, re-embeds a changed one, moves a renamed one and removes a deleted one', async () => {
+    await writeContracts(docs, 1, 12); // contract-12.txt, new
+    writeFileSync(join(docs, 'contract-01.md'), contractText(1) + '\n\n9. NOTICES. Notices go to the registered office by courier.');
+    renameSync(join(docs, 'contract-04.txt'), join(docs, 'renamed-04.txt'));
+    unlinkSync(join(docs, 'contract-05.md'));
+    const report = await index.update([docs]);
+    expect(report).toMatchObject({ added: ['contract-12.txt'], changed: ['contract-01.md'], renamed: [{ from: 'contract-04.txt', to: 'renamed-04.txt' }], removed: ['contract-05.md'], unchanged: 9 });
+    expect((await index.search('notices by courier to the registered office', { top: 1 }))[0]!.file).toBe('contract-01.md');
+    expect((await index.search('governing law', { top: 50 })).map((h) => h.file)).not.toContain('contract-05.md');
+    expect((await index.search('security deposit', { top: 50 })).map((h) => h.file)).toContain('renamed-04.txt');
+  });
+
+  it('keeps the corpus counts equal to the passages (no passage lost or doubled)', async () => {
+    const sql = (index as unknown as { stats(): Promise<{ passages: number }> });
+    const counted = (await sql.stats()).passages;
+    await index.close();
+    const raw = await openLocation(join(dir, 'index'), { create: false });
+    const [row] = await raw.query<{ n: number; doubled: number }>('select count(*)::int as n, (select count(*) from (select file_id, chunk from lexembed_passages group by 1, 2 having count(*) > 1) d)::int as doubled from lexembed_passages');
+    await raw.close();
+    expect(row).toEqual({ n: counted, doubled: 0 });
+    index = await openIndex(join(dir, 'index'), { embedder });
+  });
+});
+
+describe('bad input: an IndexError that says what to do', () => {
+  const refused = async (work: () => Promise<unknown>) => {
+    const error = await work().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(IndexError);
+    return (error as Error).message;
+  };
+
+  it('a second process (or handle) on the same index folder', async () => {
+    expect(await refused(() => openIndex(join(dir, 'index'), { embedder }))).toMatch(/in use by process \d+.*wait for it to finish/);
+  });
+
+  it('a folder that is something else, and a missing index for a search', async () => {
+    const other = join(dir, 'other');
+    await writeContracts(other, 1);
+    expect(await refused(() => openIndex(other, { embedder }))).toMatch(/is not a lexembed index .* not empty/);
+    expect(await refused(() => openIndex(join(dir, 'nowhere'), { embedder, create: false }))).toMatch(/no index at .*lexembed index/);
+  });
+
+  it('a query too long, an empty one, a bad page', async () => {
+    expect(await refused(() => index.search('word '.repeat(20_000)))).toMatch(/100,000 characters.*at most 10,000/);
+    expect(await refused(() => index.search('   '))).toMatch(/query is empty/);
+    expect(await refused(() => index.search('rent', { top: 0 }))).toMatch(/top must be an integer from 1 to 1000/);
+  });
+
+  it('a source folder that is gone: nothing removed', async () => {
+    const before = await index.stats();
+    expect(await refused(() => index.update([join(dir, 'moved-away')]))).toMatch(/no such file or folder.*Nothing was changed/);
+    expect(await index.stats()).toEqual(before);
+  });
+
+  it('another model: refused by name, and a model without sparse vectors', async () => {
+    const hybrid = await loadModelFolder(join(STATIC_MODEL_DIR, '../legal-2-embedder'), {});
+    const tiny = await loadModelFolder(TEST_MODEL_DIR, {});
+    try {
+      await index.close();
+      expect(await refused(() => openIndex(join(dir, 'index'), { embedder: hybrid }))).toMatch(/holds vectors of model legal-2-embedder-static-v4\.6 .* this model is legal-2-embedder-hybrid-v4\.6.*do not compare/);
+      expect(await refused(() => openIndex(join(dir, 'index'), { embedder: tiny }))).toMatch(/has no sparse vectors/);
+    } finally {
+      await hybrid.dispose();
+      await tiny.dispose();
+      index = await openIndex(join(dir, 'index'), { embedder });
+    }
+  });
+
+  it('an index written by a newer lexembed', async () => {
+    await index.close();
+    const raw = await openLocation(join(dir, 'index'), { create: false });
+    await raw.query('update lexembed_index set schema_version = 99');
+    await raw.close();
+    try {
+      expect(await refused(() => openIndex(join(dir, 'index'), { embedder }))).toMatch(/index format 99.*upgrade lexembed/);
+    } finally {
+      const back = await openLocation(join(dir, 'index'), { create: false });
+      await back.query('update lexembed_index set schema_version = 1');
+      await back.close();
+      index = await openIndex(join(dir, 'index'), { embedder });
+    }
+  });
+});
