@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
 import { DEFAULT_CHUNK_TOKENS, IndexError, openIndex, type UpdateReport } from '../search-index/index.ts';
+import { checkNotInUse } from '../search-index/location.ts';
 import { DEVICE_OPTIONS, deviceOptions } from './device-options.ts';
 import { describeOptions, flag, integerIn, parseOptions, UsageError } from './options.ts';
 
@@ -41,6 +42,11 @@ export async function indexCommand(args: string[], out: (s: string) => void, err
   const { values: config, positionals, help } = parseOptions('lexembed index', args, INDEX_OPTIONS);
   if (help) return (out(INDEX_USAGE), 0);
   if (!positionals.length) throw new UsageError('lexembed index: give the folders or files to index, e.g. lexembed index contracts/ --index contracts.index');
+  try {
+    checkNotInUse(config.index);
+  } catch (error) {
+    asUsage(error);
+  }
   const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' } });
   try {
     const index = await openIndex(config.index, { embedder, chunkTokens: config['chunk-tokens'] }).catch(asUsage);

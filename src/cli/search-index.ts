@@ -3,6 +3,7 @@
 // as JSON. The model is loaded here; the index checks it is the one that made its vectors.
 import { loadModelFolder } from '../node/runtime/load-model.ts';
 import { excerptOf } from '../search-index/excerpt.ts';
+import { checkNotInUse } from '../search-index/location.ts';
 import { IndexError, openIndex, type SearchHit } from '../search-index/index.ts';
 import { deviceOptions } from './device-options.ts';
 import { UsageError, type OptionValues } from './options.ts';
@@ -11,6 +12,11 @@ import type { SEARCH_OPTIONS } from './search.ts';
 export async function searchIndexCommand(location: string, query: string, config: OptionValues<typeof SEARCH_OPTIONS>, out: (s: string) => void): Promise<number> {
   if (config['dense-only'] && config['sparse-only']) throw new UsageError('lexembed search: give --dense-only or --sparse-only, not both (neither: hybrid)');
   if (config.rerank || config.remote) throw new UsageError(`lexembed search: --${config.rerank ? 'rerank' : 'remote'} is not available for an index yet; search it without`);
+  try {
+    checkNotInUse(location);
+  } catch (error) {
+    asUsage(error);
+  }
   const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' } });
   try {
     const index = await openIndex(location, { embedder, create: false }).catch(asUsage);

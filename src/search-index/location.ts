@@ -57,6 +57,24 @@ export async function openLocation(location: string, options: { create: boolean 
 }
 
 /**
+ * Fails fast, before a model is loaded, when the folder index at `location` is held by a live
+ * process (opening it would be refused anyway); a URL or a free folder passes.
+ */
+export function checkNotInUse(location: string): void {
+  if (isPostgresUrl(location)) return;
+  const path = join(resolve(location), 'lock');
+  if (!existsSync(path)) return;
+  const holder = readLock(path);
+  if (holder && holder.host === hostname() && !isAlive(holder.pid)) return;
+  throw inUse(location, path, holder);
+}
+
+function inUse(location: string, path: string, holder: { pid: number; host: string } | null): IndexError {
+  const who = holder ? `process ${holder.pid}${holder.host === hostname() ? '' : ` on ${holder.host}`}` : 'another process';
+  return new IndexError(`the index at ${location} is in use by ${who} (a lexembed index, search, serve or mcp run): wait for it to finish, or send searches to the server that holds it (--remote). If no such process runs, remove ${path}`);
+}
+
+/**
  * The folder's lock: PGlite is one process's database, so one process at a time opens it (a
  * second index or search run is refused, not let in to corrupt it). A lock left by a killed
  * process (its pid gone) is taken over.
@@ -76,8 +94,7 @@ function takeFolderLock(folder: string, location: string): () => void {
         rmSync(path, { force: true });
         continue;
       }
-      const who = holder ? `process ${holder.pid}${holder.host === hostname() ? '' : ` on ${holder.host}`}` : 'another process';
-      throw new IndexError(`the index at ${location} is in use by ${who} (a lexembed index, search, serve or mcp run): wait for it to finish, or send searches to the server that holds it (--remote). If no such process runs, remove ${path}`);
+      throw inUse(location, path, holder);
     }
   }
   throw new IndexError(`cannot take the lock ${path}: remove it if no lexembed process uses the index`);
