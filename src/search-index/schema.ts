@@ -4,6 +4,7 @@
 //   lexembed_files     one row per indexed file: root + path, content hash, its terms' counts
 //   lexembed_passages  one row per chunk: text, offsets, page/paragraph/line, the dense vector as
 //                      bits (for the HNSW candidate search) and int8 (for rescoring), the sparse vector
+//                      (with a GIN index of its terms: the sparse side's inverted index)
 //   lexembed_terms     how many passages hold each sparse index (the corpus's idf), and row -1
 //                      counts the passages
 // A file's passages, its row and the counts change in one transaction, so an interrupted run
@@ -59,6 +60,12 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
       body text not null, bits bit(${settings.dimensions}) not null, dense bytea not null,
       sparse sparsevec(${settings.vocabularySize}) not null, unique (file_id, chunk))`);
     await tx.query('create index lexembed_passages_bits on lexembed_passages using hnsw (bits bit_hamming_ops)');
+    // The sparse side's inverted index: which passages hold a term (GIN over the sparse vector's
+    // indices, counted from 0 as lexembed_terms counts them); search.ts reads candidates from it.
+    await tx.query(`create function lexembed_sparse_terms(v sparsevec) returns int[] language sql immutable parallel safe as $$
+      select coalesce(array_agg(split_part(e, ':', 1)::int - 1), '{}')
+      from unnest(string_to_array(btrim(split_part(v::text, '/', 1), '{}'), ',')) as e $$`);
+    await tx.query('create index lexembed_passages_terms on lexembed_passages using gin (lexembed_sparse_terms(sparse))');
     await tx.query('create table lexembed_terms (term int primary key, df int not null)');
     await tx.query('insert into lexembed_terms values ($1, 0)', [PASSAGES_ROW]);
   });

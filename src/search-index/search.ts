@@ -45,6 +45,9 @@ export interface SearchHit {
 
 /** Each list's length: what is fused (the dev set's figures fused the top 100 of each). */
 export const FUSED_LIST_LENGTH = 100;
+/** A term held by more than 1/SELECTIVE_SHARE of the passages (and more than MIN_SELECTIVE_DF) finds no sparse candidates. */
+const SELECTIVE_SHARE = 20;
+const MIN_SELECTIVE_DF = 500;
 /** Binary candidates rescored per dense list (the model card: top 100 rescored ≈ float ranking; twice that for margin). */
 const BINARY_SHORTLIST_FACTOR = 2;
 
@@ -59,10 +62,9 @@ export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) 
   const offset = options.offset ?? 0;
   const mode = options.mode ?? 'hybrid';
   const length = Math.max(FUSED_LIST_LENGTH, offset + top);
-  const filter = fileFilter(options);
   return sql.transaction(async (tx) => {
-    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, filter);
-    const sparse = mode === 'dense' ? null : await sparseList(tx, query.sparse, vocabularySize, length, filter);
+    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, fileFilter(options, 1));
+    const sparse = mode === 'dense' ? null : await sparseList(tx, query.sparse, vocabularySize, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
     const page = fused.slice(offset, offset + top);
@@ -101,17 +103,17 @@ interface Filter {
   readonly params: unknown[];
 }
 
-/** SQL for the file filters; parameters from $2 on ($1 is the query vector). */
-function fileFilter(options: SearchOptions): Filter {
+/** SQL for the file filters; their parameters numbered after the query's `first` ones. */
+function fileFilter(options: SearchOptions, first: number): Filter {
   const clauses: string[] = [];
   const params: unknown[] = [];
   if (options.file) {
     params.push(globToRegex(options.file));
-    clauses.push(`f.path ~ $${params.length + 1}`);
+    clauses.push(`f.path ~ $${params.length + first}`);
   }
   if (options.document) {
     params.push(options.document);
-    clauses.push(`f.path = $${params.length + 1}`);
+    clauses.push(`f.path = $${params.length + first}`);
   }
   if (!clauses.length) return { join: '', where: '', params };
   return { join: 'join lexembed_files f on f.id = p.file_id', where: `where ${clauses.join(' and ')}`, params };
@@ -153,20 +155,30 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, filter: 
   return scored.sort((a, b) => b.score - a.score).slice(0, length);
 }
 
+/**
+ * The sparse top `length`: passages that hold one of the query's selective terms (the GIN index
+ * finds them; a term in more than 1/SELECTIVE_SHARE of the passages adds little to a score and
+ * would make the candidates most of the index), scored exactly by the whole idf-weighted query.
+ */
 async function sparseList(tx: SqlQuery, q: SparseVector, vocabularySize: number, length: number, filter: Filter): Promise<Scored[]> {
   const { passages, df } = await corpusCounts(tx, q.indices);
-  const weights: string[] = [];
+  const weighted: { term: number; weight: number; df: number }[] = [];
   for (let i = 0; i < q.indices.length; i++) {
     const n = df.get(q.indices[i]!) ?? 0;
     if (n === 0) continue; // no passage holds it: it scores nothing
-    const idf = Math.log(1 + (passages - n + 0.5) / (n + 0.5));
-    weights.push(`${q.indices[i]! + 1}:${Math.fround(q.values[i]! * idf)}`);
+    weighted.push({ term: q.indices[i]!, weight: q.values[i]! * Math.log(1 + (passages - n + 0.5) / (n + 0.5)), df: n });
   }
-  if (!weights.length) return [];
+  if (!weighted.length) return [];
+  const cap = Math.max(MIN_SELECTIVE_DF, passages / SELECTIVE_SHARE);
+  const selective = weighted.filter((w) => w.df <= cap);
+  // A query of common words only: its heaviest terms find the candidates.
+  const finders = (selective.length ? selective : [...weighted].sort((a, b) => b.weight - a.weight).slice(0, 3)).map((w) => w.term);
+  const vector = `{${[...weighted].sort((a, b) => a.term - b.term).map((w) => `${w.term + 1}:${Math.fround(w.weight)}`).join(',')}}/${vocabularySize}`;
   const rows = await tx.query<{ id: string; s: number }>(
-    `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p ${filter.join} ${filter.where}
+    `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p ${filter.join}
+     where lexembed_sparse_terms(p.sparse) && $2::int[] ${filter.where.replace(/^where /, 'and ')}
      order by p.sparse <#> $1::sparsevec limit ${length}`,
-    [`{${weights.join(',')}}/${vocabularySize}`, ...filter.params],
+    [vector, finders, ...filter.params],
   );
   return rows.filter((r) => r.s > 0).map((r) => ({ id: r.id, score: Number(r.s) }));
 }
