@@ -1,0 +1,162 @@
+// `npm run bench:index-scale`: the search index at scale on the embedded engine (PGlite +
+// pgvector in a folder), in one warm process:
+//   - R real passages (dev-set texts cut to 256 tokens) embedded by the model: the cost of
+//     embedding, the baseline an index write is compared with;
+//   - N chunks made from them (each a real passage's text and sparse vector, its dense vector
+//     the real one plus noise, renormalised: synthetic vectors for the scale figure), written
+//     1,000 at a time: the last write's time against embedding 1,000 chunks;
+//   - bytes on disk per chunk (text included); hybrid and dense-only query latency, p50 / p99,
+//     with the query's embedding included; approximate (HNSW) dense recall@10 against an exact
+//     scan of the same int8 vectors; the process's resident memory;
+//   - today's `lexembed search` of an embed output (JSONL, read whole per query) on 1,046 and
+//     5,000 of the same chunks, against the index on the same chunks, warm, same run.
+// Usage: npm run bench:index-scale -- [--chunks 100000] [--real 1000] [--queries 200] [--model models/legal-2-embedder] [--keep DIR]
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { BUNDLED_MODEL_DIR, loadModelFolder, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
+import { openModelSource } from '../src/cli/model-source.ts';
+import { readMeta, searchIndex } from '../src/cli/search.ts';
+import { indexModelOf, cosineInt8 } from '../src/search-index/model.ts';
+import { ensureSchema } from '../src/search-index/schema.ts';
+import { openLocation } from '../src/search-index/location.ts';
+import { insertFile, type NewPassage } from '../src/search-index/store.ts';
+import { searchPassages } from '../src/search-index/search.ts';
+import type { Sql } from '../src/search-index/sql.ts';
+
+const { values } = parseArgs({
+  options: {
+    chunks: { type: 'string', default: '100000' },
+    real: { type: 'string', default: '1000' },
+    queries: { type: 'string', default: '200' },
+    model: { type: 'string', default: BUNDLED_MODEL_DIR },
+    dev: { type: 'string', default: resolve(PROJECT_ROOT, '../shared/data/legal-eval-dev') },
+    keep: { type: 'string', default: '' },
+  },
+});
+const N = Number(values.chunks);
+const R = Number(values.real);
+const work = values.keep || mkdtempSync(join(tmpdir(), 'lexembed-index-scale-'));
+mkdirSync(work, { recursive: true });
+const readJsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; text: string });
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const rss = () => Math.round(process.memoryUsage().rss / 2 ** 20);
+const du = (dir: string): number => readdirSync(dir, { withFileTypes: true }).reduce((s, e) => s + (e.isDirectory() ? du(join(dir, e.name)) : statSync(join(dir, e.name)).size), 0);
+
+const embedder = await loadModelFolder(resolve(values.model!), { batch: { tokens: 'auto', size: 'auto' } });
+const model = indexModelOf(embedder);
+const settings = { ...model.settings, chunkTokens: 256 };
+
+// Real passages: the dev set's texts, first 256-token chunk each.
+const texts = ['obliqa-adgm', 'oyez-scotus', 'pdpa-singapore'].flatMap((t) => readJsonl(join(values.dev!, t, 'corpus.jsonl'))).slice(0, R).map((r) => model.chunk(r.text, 256)[0]!.text);
+const queries = readJsonl(join(values.dev!, 'obliqa-adgm', 'queries.jsonl')).slice(0, Number(values.queries)).map((q) => q.text);
+let t = performance.now();
+const real = await model.embedPassages(texts);
+const embedSeconds = (performance.now() - t) / 1000;
+console.log(`embedding ${R} real chunks: ${embedSeconds.toFixed(1)} s (${((embedSeconds / R) * 1000).toFixed(1)} s per 1,000)`);
+
+let seed = 7;
+const random = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+const gaussian = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+function syntheticPassage(i: number): NewPassage {
+  const k = i % R;
+  const base = real.dense[k]!;
+  const dense = new Float32Array(base.length);
+  let norm = 0;
+  for (let j = 0; j < base.length; j++) norm += (dense[j] = base[j]! + 0.5 * gaussian() / Math.sqrt(base.length)) ** 2;
+  for (let j = 0; j < base.length; j++) dense[j]! /= Math.sqrt(norm);
+  return { chunk: i, start: 0, end: texts[k]!.length, unitFirst: null, unitLast: null, body: texts[k]!, dense, sparse: real.sparse[k]! };
+}
+
+async function fill(sql: Sql, from: number, to: number, onBatch?: (seconds: number, size: number) => void): Promise<void> {
+  for (let at = from; at < to; at += 1000) {
+    const passages = Array.from({ length: Math.min(1000, to - at) }, (_, j) => syntheticPassage(at + j));
+    const started = performance.now();
+    await sql.transaction((tx) => insertFile(tx, { root: 'bench', path: `part-${at}`, sha256: '-', bytes: 0, unit: null }, passages, settings.vocabularySize));
+    onBatch?.((performance.now() - started) / 1000, at + passages.length);
+  }
+}
+
+// Today's search (a JSONL output read whole per query) against the index, on the same chunks.
+async function againstToday(size: number): Promise<void> {
+  const dir = join(work, `today-${size}`);
+  mkdirSync(dir, { recursive: true });
+  const out = join(dir, 'out.jsonl');
+  const lines: string[] = [];
+  for (let i = 0; i < size; i++) lines.push(JSON.stringify({ id: `doc-${i}`, embedding: Array.from(syntheticPassage(i).dense, (x) => Number(x.toFixed(6))) }));
+  writeFileSync(out, lines.join('\n') + '\n');
+  const identity = { name: settings.model.name, id: settings.model.id, fingerprint: settings.model.fingerprint };
+  writeFileSync(`${out}.meta.json`, JSON.stringify({ settings: { model: identity, task: 'retrieval/document', dimensions: null, chunk_tokens: null } }));
+  const source = await openModelSource({ model: resolve(values.model!), remote: '', 'model-name': 'legal-2-embedder', device: 'cpu', 'gpu-adapter': '', 'webgpu-runtime': 'native', dtype: 'auto', graph: 'auto' });
+  const sql = await openLocation(join(dir, 'index'), { create: true });
+  await ensureSchema(sql, settings, 'bench');
+  await fill(sql, 0, size);
+  const meta = readMeta(out);
+  const todayMs: number[] = [];
+  const indexMs: number[] = [];
+  // Both warm: one untimed query each first (JIT, the model's first run, the database's caches).
+  await searchIndex(source, out, meta, queries[0]!, { top: 10, rerank: false, candidates: 50 });
+  await searchPassages(sql, await model.embedQuery(queries[0]!), settings.vocabularySize, { top: 10 });
+  for (const q of queries.slice(1, 11)) {
+    t = performance.now();
+    await searchIndex(source, out, meta, q, { top: 10, rerank: false, candidates: 50 });
+    todayMs.push(performance.now() - t);
+    t = performance.now();
+    await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10 });
+    indexMs.push(performance.now() - t);
+  }
+  console.log(`${size.toLocaleString('en')} chunks: today's search of the JSONL output (${(statSync(out).size / 2 ** 20).toFixed(0)} MB) p50 ${quantile(todayMs, 0.5).toFixed(0)} ms; the index (hybrid, ${(du(join(dir, 'index')) / 2 ** 20).toFixed(0)} MB) p50 ${quantile(indexMs, 0.5).toFixed(0)} ms: ×${(quantile(todayMs, 0.5) / quantile(indexMs, 0.5)).toFixed(0)}`);
+  await sql.close();
+  await source.dispose();
+}
+
+await againstToday(1046);
+await againstToday(5000);
+
+const folder = join(work, 'index');
+const sql = await openLocation(folder, { create: true });
+await ensureSchema(sql, settings, 'bench');
+const started = performance.now();
+let lastBatch = 0;
+await fill(sql, 0, N, (seconds, size) => {
+  lastBatch = seconds;
+  if (size % 50_000 === 0) console.log(`  ${size.toLocaleString('en')} chunks written (${((performance.now() - started) / 1000).toFixed(0)} s; this 1,000: ${seconds.toFixed(2)} s)`);
+});
+console.log(`${N.toLocaleString('en')} chunks written in ${((performance.now() - started) / 1000).toFixed(0)} s; the last 1,000: ${lastBatch.toFixed(2)} s, against embedding 1,000 chunks ${((embedSeconds / R) * 1000).toFixed(1)} s (+${((lastBatch / ((embedSeconds / R) * 1000)) * 100).toFixed(1)} %)`);
+await sql.query('checkpoint');
+console.log(`on disk: ${(du(folder) / 2 ** 20).toFixed(0)} MB, ${Math.round(du(folder) / N)} bytes per chunk (text included)`);
+
+const latency = { hybrid: [] as number[], dense: [] as number[] };
+for (const q of queries) {
+  for (const mode of ['hybrid', 'dense'] as const) {
+    t = performance.now();
+    await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10, mode });
+    latency[mode].push(performance.now() - t);
+  }
+}
+for (const mode of ['hybrid', 'dense'] as const) console.log(`${mode} query at ${N.toLocaleString('en')} chunks, embedding included: p50 ${quantile(latency[mode], 0.5).toFixed(0)} ms, p99 ${quantile(latency[mode], 0.99).toFixed(0)} ms (${queries.length} queries)`);
+
+// Recall of the HNSW candidates + rescoring against an exact scan of every int8 vector.
+let recall = 0;
+const sample = queries.slice(0, 10);
+for (const q of sample) {
+  const embedded = await model.embedQuery(q);
+  const approx = (await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode: 'dense' })).map((h) => h.passageId);
+  const best: { id: string; s: number }[] = [];
+  for (let from = 0; ; from += 20_000) {
+    const rows = await sql.query<{ id: string; d: string }>(`select id::text as id, encode(dense, 'base64') as d from lexembed_passages order by id limit 20000 offset ${from}`);
+    if (!rows.length) break;
+    for (const r of rows) {
+      const b = Buffer.from(r.d, 'base64');
+      best.push({ id: r.id, s: cosineInt8(embedded.dense, new Int8Array(b.buffer, b.byteOffset, b.length)) });
+    }
+    best.sort((a, b) => b.s - a.s).splice(10);
+  }
+  recall += approx.filter((id) => best.some((b) => b.id === id)).length / 10;
+}
+console.log(`dense recall@10 of the index against an exact scan: ${(recall / sample.length).toFixed(3)} (${sample.length} queries)`);
+console.log(`resident memory: ${rss()} MB (model included)`);
+await sql.close();
+await embedder.dispose();
+if (!values.keep) rmSync(work, { recursive: true, force: true });
