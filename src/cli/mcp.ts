@@ -2,7 +2,7 @@
 // starts it as a subprocess) or Streamable HTTP (POST /mcp, stateless: each request gets a server
 // of its own over the one loaded model), on the local model or a lexembed server (--remote, whose
 // keys and limits then apply: LEXEMBED_API_KEY).
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { serve } from '@hono/node-server';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -13,11 +13,14 @@ import { BUNDLED_MODEL_DIR } from '../node/runtime/load-model.ts';
 import { DEVICE_OPTIONS } from './device-options.ts';
 import { metaPathOf } from './embed.ts';
 import { openModelSource } from './model-source.ts';
+import { IndexError, openIndex } from '../search-index/index.ts';
+import { checkNotInUse } from '../search-index/location.ts';
+import { isPostgresUrl } from '../search-index/sql.ts';
 import { describeOptions, parseOptions, remoteUrl, UsageError } from './options.ts';
 
 export const MCP_OPTIONS = {
   transport: { value: z.enum(['stdio', 'http'], { error: 'must be stdio or http' }), env: 'LEXEMBED_MCP_TRANSPORT', default: 'stdio', help: 'stdio (the assistant starts lexembed mcp itself) or http (Streamable HTTP at POST /mcp)' },
-  index: { value: z.string(), default: '', help: 'outputs of lexembed embed the search tool may read, comma-separated (each named by its file name less .jsonl)' },
+  index: { value: z.string(), default: '', help: 'what the search and fetch tools read, comma-separated: indexes made by lexembed index (a folder or postgres:// URL, named by the folder less .index or the database) or outputs of lexembed embed (named by the file less .jsonl)' },
   port: { value: z.coerce.number({ error: 'must be a port number (0 for any free one)' }).int().min(0).max(65535, { error: 'must be a port number (0 for any free one)' }), env: 'LEXEMBED_MCP_PORT', default: '8090', help: 'with --transport http: TCP port' },
   host: { value: z.string().min(1), env: 'LEXEMBED_MCP_HOST', default: '127.0.0.1', help: 'with --transport http: address to bind (the MCP endpoint has no keys of its own: keep it on loopback, or put it behind your own authentication)' },
   model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder (for search: the one the index was embedded with)' },
@@ -29,11 +32,12 @@ export const MCP_OPTIONS = {
 export const MCP_USAGE = `Usage: lexembed mcp [options]
 
 A Model Context Protocol server, so that AI assistants can embed, rerank, count tokens, chunk
-and search legal corpora embedded by lexembed (tools: embed, rerank, tokenize, chunk, search).
+and search legal corpora indexed by lexembed (tools: embed, rerank, tokenize, chunk, search,
+fetch). An index stays open while the server runs: searches are answered warm.
 
-  lexembed embed contracts/ --output contracts.jsonl
-  lexembed mcp --index contracts.jsonl                      # stdio
-  lexembed mcp --transport http --port 8090 --index contracts.jsonl   # POST http://127.0.0.1:8090/mcp
+  lexembed index contracts/ --index contracts.index
+  lexembed mcp --index contracts.index                      # stdio
+  lexembed mcp --transport http --port 8090 --index contracts.index   # POST http://127.0.0.1:8090/mcp
 
 Options:
 ${describeOptions(MCP_OPTIONS)}
@@ -42,8 +46,25 @@ ${describeOptions(MCP_OPTIONS)}
 export async function mcpCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values: config, help } = parseOptions('lexembed mcp', args, MCP_OPTIONS);
   if (help) return (out(MCP_USAGE), 0);
-  const indexes = indexesOf(config.index);
+  const outputs = indexesOf(config.index);
+  for (const location of outputs.filter((o) => o.kind === 'index').map((o) => o.path)) {
+    try {
+      checkNotInUse(location);
+    } catch (error) {
+      throw error instanceof IndexError ? new UsageError(`lexembed mcp: ${error.message}`) : error;
+    }
+  }
+  if (config.remote && outputs.some((o) => o.kind === 'index')) throw new UsageError('lexembed mcp: an index (lexembed index) is searched with the model loaded here: drop --remote, or give outputs of lexembed embed');
   const source = await openModelSource(config);
+  const indexes: McpIndex[] = [];
+  try {
+    for (const o of outputs) indexes.push(o.kind === 'index' ? { name: o.name, kind: 'index', index: await openIndex(o.path, { embedder: source.embedder!, create: false }) } : o);
+  } catch (error) {
+    await Promise.all(indexes.map((i) => (i.kind === 'index' ? i.index.close() : undefined)));
+    await source.dispose();
+    if (error instanceof IndexError) throw new UsageError(`lexembed mcp: ${error.message}`);
+    throw error;
+  }
   const make = () => createMcpServer(source, indexes);
   const stopped = new Promise<void>((done) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => done());
@@ -70,6 +91,7 @@ export async function mcpCommand(args: string[], out: (s: string) => void, err: 
     await new Promise<void>((done) => http.close(() => done()));
     return 0;
   } finally {
+    await Promise.all(indexes.map((i) => (i.kind === 'index' ? i.index.close() : undefined)));
     await source.dispose();
   }
 }
@@ -90,17 +112,22 @@ async function handleHttp(request: Request, make: () => ReturnType<typeof create
   }
 }
 
-function indexesOf(list: string): McpIndex[] {
+type McpSource = { name: string; kind: 'output'; path: string } | { name: string; kind: 'index'; path: string };
+
+/** What --index names: index folders and postgres:// URLs, or outputs of lexembed embed, each with the name the tools take. */
+function indexesOf(list: string): McpSource[] {
   const paths = list
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean);
-  const indexes = paths.map((path) => {
-    if (!existsSync(path)) throw new UsageError(`lexembed mcp: --index ${path}: no such file (an output of lexembed embed)`);
-    if (!existsSync(metaPathOf(path))) throw new UsageError(`lexembed mcp: --index ${path} has no ${metaPathOf(path)}: search outputs written by lexembed embed`);
-    return { name: basename(path).replace(/\.jsonl?$/i, ''), path: resolve(path) };
+  const sources = paths.map((path): McpSource => {
+    if (isPostgresUrl(path)) return { name: new URL(path).pathname.replace(/^\//, '') || 'postgres', kind: 'index', path };
+    if (!existsSync(path)) throw new UsageError(`lexembed mcp: --index ${path}: no such file or folder (an index made by lexembed index, or an output of lexembed embed)`);
+    if (statSync(path).isDirectory()) return { name: basename(resolve(path)).replace(/\.index$/i, ''), kind: 'index', path: resolve(path) };
+    if (!existsSync(metaPathOf(path))) throw new UsageError(`lexembed mcp: --index ${path} has no ${metaPathOf(path)}: search outputs written by lexembed embed, or an index made by lexembed index`);
+    return { name: basename(path).replace(/\.jsonl?$/i, ''), kind: 'output', path: resolve(path) };
   });
-  const names = new Set(indexes.map((i) => i.name));
-  if (names.size !== indexes.length) throw new UsageError('lexembed mcp: --index: two outputs share a file name; rename one (the search tool tells them apart by name)');
-  return indexes;
+  const names = new Set(sources.map((i) => i.name));
+  if (names.size !== sources.length) throw new UsageError('lexembed mcp: --index: two corpora share a name; rename one (the tools tell them apart by name)');
+  return sources;
 }

@@ -29,6 +29,8 @@ export interface ModelSource {
   readonly chunkText: ((text: string, options?: { size?: number; overlap?: number }) => Promise<TextChunk[]>) | null;
   /** Where it answers, in words (for logs). */
   readonly where: string;
+  /** The model loaded in this process (what a search index embeds with); absent for a remote server. */
+  readonly embedder?: Embedder;
   identity(): Promise<ModelIdentity>;
   dispose(): Promise<void>;
 }
@@ -64,6 +66,7 @@ export async function openModelSource(config: SourceConfig): Promise<ModelSource
     rerankModelName: embedder.reranker?.rerankModelName ?? DEFAULT_RERANK_MODEL_NAME,
     chunkText: client.chunkText,
     where: `${config.model} (${embedder.runtime.deviceReason ?? 'cpu'})`,
+    embedder,
     identity: async () => ({ name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null }),
     dispose: () => embedder.dispose(),
   };

@@ -5,7 +5,7 @@
 // Inputs are typed loosely (types, not limits) so that the API's own validation answers a bad
 // call with its problem document; every failure is an MCP tool error (isError) whose text says
 // status, title and detail, with the problem document itself in the result's _meta.problem.
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { APIError } from '../client/errors.ts';
 import { TASKS } from '../contract/index.ts';
@@ -13,12 +13,11 @@ import type { ModelSource } from '../cli/model-source.ts';
 import { readMeta, searchIndex, unitFields } from '../cli/search.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { messageOf } from '../util/message-of.ts';
+import { excerptOf } from '../search-index/excerpt.ts';
+import type { SearchHit, SearchIndex } from '../search-index/index.ts';
 
-/** An output of `lexembed embed` the search tool may read, by the name the tool takes. */
-export interface McpIndex {
-  readonly name: string;
-  readonly path: string;
-}
+/** What the search tool may read, by the name the tool takes: an output of `lexembed embed`, or an open index. */
+export type McpIndex = { readonly name: string; readonly kind: 'output'; readonly path: string } | { readonly name: string; readonly kind: 'index'; readonly index: SearchIndex };
 
 const task = z.enum(TASKS).nullable().optional().describe('retrieval/query for questions, retrieval/document for passages; null or absent: none');
 
@@ -88,29 +87,63 @@ export function createMcpServer(source: ModelSource, indexes: readonly McpIndex[
   );
 
   registerSearch(server, source, indexes);
+  registerFetch(server, indexes);
   return server;
 }
 
-/** The search tool, over the embedded corpora the server was given. */
+/** A hit of an index as the tools answer it: file, unit, score, excerpt, the passage and its resource URI. */
+function indexHit(corpus: string, h: SearchHit, query: string | null) {
+  return {
+    score: h.score,
+    id: h.file,
+    file: h.file,
+    passage_id: h.passageId,
+    ...(h.unit ? (h.unit.first === h.unit.last ? { [h.unit.name]: h.unit.first } : { [h.unit.name]: h.unit.first, [`${h.unit.name}_end`]: h.unit.last }) : {}),
+    start: h.start,
+    end: h.end,
+    ...(query !== null ? { excerpt: excerptOf(h.text, query) } : {}),
+    text: h.text,
+    uri: passageUri(corpus, h.passageId),
+  };
+}
+
+const passageUri = (corpus: string, id: string) => `lexembed://${encodeURIComponent(corpus)}/passages/${id}`;
+
+/** The corpus a tool call names (the first when it names none), or an error listing the ones there are. */
+function corpusFinder(indexes: readonly McpIndex[]) {
+  return (corpus: string | undefined): McpIndex => {
+    const index = corpus === undefined ? indexes[0] : indexes.find((i) => i.name === corpus);
+    if (!index) throw new Error(indexes.length ? `no corpus "${corpus}"; this server has ${indexes.map((i) => `"${i.name}"`).join(', ')}` : 'this server was started without --index: start lexembed mcp --index <index made by lexembed index>');
+    return index;
+  };
+}
+
+/** The search tool, over the corpora the server was given. */
 function registerSearch(server: McpServer, source: ModelSource, indexes: readonly McpIndex[]): void {
+  const names = indexes.map((i) => i.name).join(', ');
+  const find = corpusFinder(indexes);
   server.registerTool(
     'search',
     {
-      title: 'Search an embedded corpus',
+      title: 'Search a legal corpus',
       description: indexes.length
-        ? `The passages of an embedded legal corpus closest to a query, each with its file and page (or id) and score. Corpora: ${indexes.map((i) => i.name).join(', ')}.`
-        : 'Search an embedded corpus (none was given to this server: start it with --index <output of lexembed embed>).',
+        ? `The passages of a legal corpus that best answer a query (hybrid: dense and sparse vectors), each with its file and page (or paragraph, or line), score, the sentences that match and a resource link to the passage. Corpora: ${names}.`
+        : 'Search a legal corpus (none was given to this server: start it with --index <index made by lexembed index>).',
       inputSchema: {
         query: z.string(),
-        corpus: z.string().optional().describe(`which corpus (${indexes.map((i) => i.name).join(', ') || 'none configured'}); default: the first`),
+        corpus: z.string().optional().describe(`which corpus (${names || 'none configured'}); default: the first`),
         top: z.number().int().optional().describe('how many passages (default 5, at most 100)'),
-        rerank: z.boolean().optional().describe('reorder the best 50 by cosine with the reranker (default false)'),
+        cursor: z.string().optional().describe("an index: the previous answer's next_cursor, for the next page"),
+        file: z.string().optional().describe("an index: only files whose path matches this glob, e.g. '*acme*.pdf'"),
+        rerank: z.boolean().optional().describe('an output of lexembed embed: reorder the best 50 by cosine with the reranker (default false)'),
       },
       outputSchema: {
         hits: z.array(
           z.object({
             score: z.number(),
             id: z.union([z.string(), z.number()]).describe('the file (documents) or the row id'),
+            file: z.string().optional().describe('an index: the file, as lexembed index names it'),
+            passage_id: z.string().optional().describe('an index: the passage, for the fetch tool'),
             page: z.number().int().optional().describe('PDF: the page the passage starts on (page_end: where it ends, if another)'),
             page_end: z.number().int().optional(),
             paragraph: z.number().int().optional().describe('DOCX: the paragraph it starts on'),
@@ -119,23 +152,73 @@ function registerSearch(server: McpServer, source: ModelSource, indexes: readonl
             line_end: z.number().int().optional(),
             start: z.number().int().optional(),
             end: z.number().int().optional(),
+            excerpt: z.string().optional().describe('the sentences of the passage that match the query'),
             text: z.string().nullable(),
+            uri: z.string().optional().describe('an index: the passage as a resource'),
           }),
         ),
+        next_cursor: z.string().optional().describe('an index: pass as cursor for the next page'),
       },
     },
-    ({ query, corpus, top, rerank }) =>
+    ({ query, corpus, top, cursor, file, rerank }) =>
       answer(async () => {
-        const index = corpus === undefined ? indexes[0] : indexes.find((i) => i.name === corpus);
-        if (!index) throw new Error(indexes.length ? `no corpus "${corpus}"; this server has ${indexes.map((i) => `"${i.name}"`).join(', ')}` : 'this server was started without --index: start lexembed mcp --index <output of lexembed embed>');
+        const index = find(corpus);
         if (!query.trim()) throw new Error('query must have a non-whitespace character');
         const n = top ?? 5;
         if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error('top must be an integer from 1 to 100');
+        if (index.kind === 'index') {
+          const offset = cursor === undefined ? 0 : Number.parseInt(cursor, 10);
+          if (!/^\d+$/.test(cursor ?? '0') || offset > 10_000) throw new Error(`cursor must be a next_cursor this tool answered (got "${cursor}")`);
+          const hits = await index.index.search(query, { top: n, offset, file });
+          return { hits: hits.map((h) => indexHit(index.name, h, query)), ...(hits.length === n ? { next_cursor: String(offset + n) } : {}) };
+        }
+        if (cursor !== undefined || file !== undefined) throw new Error(`cursor and file work on an index (lexembed index); "${index.name}" is an output of lexembed embed`);
         const hits = await searchIndex(source, index.path, readMeta(index.path), query, { top: n, rerank: rerank ?? false, candidates: 50 });
         return {
-          hits: hits.map((h) => ({ score: h.score, id: h.id, ...unitFields(h), ...(h.start !== undefined ? { start: h.start, end: h.end } : {}), text: h.text ?? null })),
+          hits: hits.map((h) => ({ score: h.score, id: h.id, ...unitFields(h), ...(h.start !== undefined ? { start: h.start, end: h.end } : {}), ...(h.text !== undefined ? { excerpt: excerptOf(h.text, query) } : {}), text: h.text ?? null })),
         };
+      }, (value) => value.hits.flatMap((h) => ('uri' in h && h.uri ? [{ type: 'resource_link' as const, uri: h.uri, name: `${h.file} passage ${h.passage_id}`, mimeType: 'text/plain' }] : []))),
+  );
+}
+
+/** The fetch tool and each index passage as a resource (what search's links point to). */
+function registerFetch(server: McpServer, indexes: readonly McpIndex[]): void {
+  const names = indexes.map((i) => i.name).join(', ');
+  const find = corpusFinder(indexes);
+  server.registerTool(
+    'fetch',
+    {
+      title: 'Fetch a passage',
+      description: 'A passage of an index by its passage_id (from search), with the passages of its file just before and after it, each with its page (or paragraph, or line).',
+      inputSchema: {
+        passage_id: z.string(),
+        corpus: z.string().optional().describe(`which corpus (${names || 'none configured'}); default: the first`),
+        neighbours: z.number().int().optional().describe('passages before and after it to include (default 1, at most 10)'),
+      },
+      outputSchema: { passage: z.record(z.string(), z.unknown()), before: z.array(z.record(z.string(), z.unknown())), after: z.array(z.record(z.string(), z.unknown())) },
+    },
+    ({ passage_id, corpus, neighbours }) =>
+      answer(async () => {
+        const index = find(corpus);
+        if (index.kind !== 'index') throw new Error(`fetch reads an index (lexembed index); "${index.name}" is an output of lexembed embed`);
+        const found = await index.index.passage(passage_id, neighbours ?? 1);
+        if (!found) throw new Error(`no passage ${passage_id} in "${index.name}" (removed by a later lexembed index run?); search again`);
+        return { passage: indexHit(index.name, found.passage, null), before: found.before.map((h) => indexHit(index.name, h, null)), after: found.after.map((h) => indexHit(index.name, h, null)) };
       }),
+  );
+
+  server.registerResource(
+    'passage',
+    new ResourceTemplate('lexembed://{corpus}/passages/{id}', { list: undefined }),
+    { title: 'A passage of an index', description: 'The text of a passage that search linked to', mimeType: 'text/plain' },
+    async (uri, { corpus, id }) => {
+      const index = find(decodeURIComponent(String(corpus)));
+      const found = index.kind === 'index' ? await index.index.passage(String(id), 0) : null;
+      if (!found) throw new Error(`no passage ${String(id)} in "${String(corpus)}"`);
+      const p = found.passage;
+      const where = p.unit ? `, ${p.unit.name} ${p.unit.first}${p.unit.last !== p.unit.first ? `–${p.unit.last}` : ''}` : '';
+      return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: `${p.file}${where}\n\n${p.text}` }] };
+    },
   );
 }
 
@@ -143,15 +226,17 @@ function instructionsFor(indexes: readonly McpIndex[]): string {
   return (
     'lexembed: legal embeddings. embed texts (task retrieval/query for questions, retrieval/document for passages), rerank candidate passages for a query, ' +
     'count tokens, chunk long documents' +
-    (indexes.length ? `, and search the embedded corpora ${indexes.map((i) => i.name).join(', ')} (each hit names its file and page).` : '.')
+    (indexes.length ? `, and search the corpora ${indexes.map((i) => i.name).join(', ')} (each hit names its file and page; fetch reads a passage with its neighbours).` : '.')
   );
 }
 
-/** A tool's result: the value as structured content (and its JSON as text), or a tool error keeping the problem. */
-async function answer<T extends Record<string, unknown>>(run: () => Promise<T>) {
+type ResourceLink = { type: 'resource_link'; uri: string; name: string; mimeType: string };
+
+/** A tool's result: the value as structured content (and its JSON as text, then any resource links), or a tool error keeping the problem. */
+async function answer<T extends Record<string, unknown>>(run: () => Promise<T>, links: (value: T) => ResourceLink[] = () => []) {
   try {
     const value = await run();
-    return { content: [{ type: 'text' as const, text: JSON.stringify(value) }], structuredContent: value };
+    return { content: [{ type: 'text' as const, text: JSON.stringify(value) }, ...links(value)], structuredContent: value };
   } catch (error) {
     if (error instanceof APIError) {
       const problem = error.error ?? { status: error.status, title: error.title, detail: error.detail };

@@ -11,7 +11,7 @@ import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, type IndexModel } from './model.ts';
 import { checkSameVectors, ensureSchema, IndexError, readSettings, type IndexSettings } from './schema.ts';
-import { searchPassages, type SearchHit, type SearchOptions } from './search.ts';
+import { hitOf, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { updateIndex, type UpdateEvent, type UpdateReport } from './update.ts';
 
@@ -40,6 +40,8 @@ export interface SearchIndex {
   /** Indexes what is new, changed, renamed or gone under `inputs` (folders or files). */
   update(inputs: readonly string[], onEvent?: (e: UpdateEvent) => void): Promise<UpdateReport>;
   search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
+  /** A passage by its id (SearchHit.passageId) with up to `neighbours` passages of its file before and after it, in order; null if there is none. */
+  passage(id: string, neighbours?: number): Promise<{ passage: SearchHit; before: SearchHit[]; after: SearchHit[] } | null>;
   /** Counts of files and passages. */
   stats(): Promise<{ files: number; passages: number; settings: IndexSettings | null }>;
   close(): Promise<void>;
@@ -86,6 +88,21 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
       return searchPassages(sql, await model.embedQuery(query), settings.vocabularySize, { ...options, top, offset });
+    },
+    async passage(id, neighbours = 0) {
+      if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
+      if (!Number.isInteger(neighbours) || neighbours < 0 || neighbours > 10) throw new IndexError(`neighbours must be an integer from 0 to 10 (got ${neighbours})`);
+      const rows = await sql.query<PassageRow>(
+        `select p.id::text as id, f.path, p.chunk, p.start_offset, p.end_offset, f.unit, p.unit_first, p.unit_last, p.body
+         from lexembed_passages p join lexembed_files f on f.id = p.file_id
+         join lexembed_passages hit on hit.file_id = p.file_id and hit.id = $1::bigint
+         where p.chunk between hit.chunk - $2::int and hit.chunk + $2::int order by p.chunk`,
+        [id, neighbours],
+      );
+      const at = rows.findIndex((r) => r.id === id);
+      if (at < 0) return null;
+      const hits = rows.map((r) => hitOf(r, 0, 0));
+      return { passage: hits[at]!, before: hits.slice(0, at), after: hits.slice(at + 1) };
     },
     async stats() {
       const settings = current();

@@ -69,7 +69,7 @@ export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) 
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
     const page = fused.slice(offset, offset + top);
     if (!page.length) return [];
-    const rows = await tx.query<{ id: string; path: string; chunk: number; start_offset: number; end_offset: number; unit: string | null; unit_first: number | null; unit_last: number | null; body: string }>(
+    const rows = await tx.query<PassageRow>(
       `select p.id::text as id, f.path, p.chunk, p.start_offset, p.end_offset, f.unit, p.unit_first, p.unit_last, p.body
        from lexembed_passages p join lexembed_files f on f.id = p.file_id where p.id = any($1::bigint[])`,
       [page.map((s) => s.id)],
@@ -79,22 +79,40 @@ export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) 
     const sparseOf = new Map(sparse?.map((s) => [s.id, s.score]));
     return page.flatMap((s, i) => {
       const r = byId.get(s.id);
-      if (!r) return []; // removed between the two reads: not in this transaction's snapshot either
-      return [{
-        rank: offset + i + 1,
-        score: s.score,
-        dense: denseOf.get(s.id) ?? null,
-        sparse: sparseOf.get(s.id) ?? null,
-        passageId: r.id,
-        file: r.path,
-        chunk: r.chunk,
-        start: r.start_offset,
-        end: r.end_offset,
-        unit: r.unit && r.unit_first !== null ? { name: r.unit, first: r.unit_first, last: r.unit_last ?? r.unit_first } : null,
-        text: r.body,
-      }];
+      // Removed between the two reads: not in this transaction's snapshot either.
+      return r ? [{ ...hitOf(r, offset + i + 1, s.score), dense: denseOf.get(s.id) ?? null, sparse: sparseOf.get(s.id) ?? null }] : [];
     });
   });
+}
+
+/** A passage's row as the queries read it. */
+export interface PassageRow {
+  readonly id: string;
+  readonly path: string;
+  readonly chunk: number;
+  readonly start_offset: number;
+  readonly end_offset: number;
+  readonly unit: string | null;
+  readonly unit_first: number | null;
+  readonly unit_last: number | null;
+  readonly body: string;
+}
+
+/** A row as a hit (its scores null until a search gives them). */
+export function hitOf(r: PassageRow, rank: number, score: number): SearchHit {
+  return {
+    rank,
+    score,
+    dense: null,
+    sparse: null,
+    passageId: r.id,
+    file: r.path,
+    chunk: r.chunk,
+    start: r.start_offset,
+    end: r.end_offset,
+    unit: r.unit && r.unit_first !== null ? { name: r.unit, first: r.unit_first, last: r.unit_last ?? r.unit_first } : null,
+    text: r.body,
+  };
 }
 
 interface Filter {

@@ -86,9 +86,9 @@ describe.each([
   let client: Client;
   beforeAll(async () => void (client = await connect()), 120_000);
 
-  it('lists its five tools with typed inputs and outputs', async () => {
+  it('lists its six tools with typed inputs and outputs', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['chunk', 'embed', 'rerank', 'search', 'tokenize']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['chunk', 'embed', 'fetch', 'rerank', 'search', 'tokenize']);
     for (const t of tools) expect(t.outputSchema?.type, t.name).toBe('object');
   });
 
