@@ -76,7 +76,10 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
     async update(inputs, onEvent) {
       if (!(await sql.tryWriterLock())) throw new IndexError(`another lexembed index run is writing to ${sql.where}: wait for it to finish (one writer at a time)`);
       const settings = await made();
-      return updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent);
+      const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent);
+      // A folder index's log is recycled once what it holds is in the tables (its size stays small).
+      if (sql.engine === 'pglite') await sql.query('checkpoint');
+      return report;
     },
     async search(query, options) {
       const settings = current();

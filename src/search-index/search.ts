@@ -45,9 +45,15 @@ export interface SearchHit {
 
 /** Each list's length: what is fused (the dev set's figures fused the top 100 of each). */
 export const FUSED_LIST_LENGTH = 100;
-/** A term held by more than 1/SELECTIVE_SHARE of the passages (and more than MIN_SELECTIVE_DF) finds no sparse candidates. */
+/**
+ * Which of the query's terms find sparse candidates: the rarest, while the passages holding them
+ * add up to at most SPARSE_CANDIDATE_BUDGET (each candidate's whole sparse vector is read and
+ * scored), and none held by more than 1/SELECTIVE_SHARE of the passages (or MIN_SELECTIVE_DF);
+ * the rarest term always does.
+ */
 const SELECTIVE_SHARE = 20;
 const MIN_SELECTIVE_DF = 500;
+const SPARSE_CANDIDATE_BUDGET = 20_000;
 /** Binary candidates rescored per dense list (the model card: top 100 rescored ≈ float ranking; twice that for margin). */
 const BINARY_SHORTLIST_FACTOR = 2;
 
@@ -175,8 +181,7 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, filter: 
 
 /**
  * The sparse top `length`: passages that hold one of the query's selective terms (the GIN index
- * finds them; a term in more than 1/SELECTIVE_SHARE of the passages adds little to a score and
- * would make the candidates most of the index), scored exactly by the whole idf-weighted query.
+ * finds them), scored exactly by the whole idf-weighted query.
  */
 async function sparseList(tx: SqlQuery, q: SparseVector, vocabularySize: number, length: number, filter: Filter): Promise<Scored[]> {
   const { passages, df } = await corpusCounts(tx, q.indices);
@@ -187,10 +192,16 @@ async function sparseList(tx: SqlQuery, q: SparseVector, vocabularySize: number,
     weighted.push({ term: q.indices[i]!, weight: q.values[i]! * Math.log(1 + (passages - n + 0.5) / (n + 0.5)), df: n });
   }
   if (!weighted.length) return [];
+  // Rarest first, while their passages stay within the budget: a term in more than 1/SELECTIVE_SHARE
+  // of the passages adds little to a score and would make the candidates most of the index.
   const cap = Math.max(MIN_SELECTIVE_DF, passages / SELECTIVE_SHARE);
-  const selective = weighted.filter((w) => w.df <= cap);
-  // A query of common words only: its heaviest terms find the candidates.
-  const finders = (selective.length ? selective : [...weighted].sort((a, b) => b.weight - a.weight).slice(0, 3)).map((w) => w.term);
+  const finders: number[] = [];
+  let reached = 0;
+  for (const w of [...weighted].sort((a, b) => a.df - b.df)) {
+    if (finders.length && (w.df > cap || reached + w.df > SPARSE_CANDIDATE_BUDGET)) break;
+    finders.push(w.term);
+    reached += w.df;
+  }
   const vector = `{${[...weighted].sort((a, b) => a.term - b.term).map((w) => `${w.term + 1}:${Math.fround(w.weight)}`).join(',')}}/${vocabularySize}`;
   const rows = await tx.query<{ id: string; s: number }>(
     `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p ${filter.join}
