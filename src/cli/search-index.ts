@@ -6,10 +6,24 @@ import { excerptOf } from '../search-index/excerpt.ts';
 import { checkNotInUse } from '../search-index/location.ts';
 import { IndexError, openIndex, type SearchHit } from '../search-index/index.ts';
 import { deviceOptions } from './device-options.ts';
-import { UsageError, type OptionValues } from './options.ts';
-import type { SEARCH_OPTIONS } from './search.ts';
+import { UsageError } from './options.ts';
+import type { DeviceConfig } from './device-options.ts';
 
-export async function searchIndexCommand(location: string, query: string, config: OptionValues<typeof SEARCH_OPTIONS>, out: (s: string) => void): Promise<number> {
+/** The options of `lexembed search` an index reads (SEARCH_OPTIONS' values). */
+export interface IndexSearchConfig extends DeviceConfig {
+  readonly model: string;
+  readonly top: number;
+  readonly offset: number;
+  readonly 'dense-only': boolean;
+  readonly 'sparse-only': boolean;
+  readonly file: string;
+  readonly document: string;
+  readonly json: boolean;
+  readonly rerank: boolean;
+  readonly remote: string;
+}
+
+export async function searchIndexCommand(location: string, query: string, config: IndexSearchConfig, out: (s: string) => void): Promise<number> {
   if (config['dense-only'] && config['sparse-only']) throw new UsageError('lexembed search: give --dense-only or --sparse-only, not both (neither: hybrid)');
   if (config.rerank || config.remote) throw new UsageError(`lexembed search: --${config.rerank ? 'rerank' : 'remote'} is not available for an index yet; search it without`);
   try {

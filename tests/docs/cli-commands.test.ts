@@ -14,14 +14,14 @@ const texts = files.map((f) => [f, readFileSync(join(PROJECT_ROOT, f), 'utf8')] 
 
 it('names no bare `lexembed <command>`: from a clone they are run with npx', () => {
   const bare = texts.flatMap(([file, text]) =>
-    [...text.matchAll(/(?:`|^\s*|\$\(|: )lexembed (serve|embed|search|mcp|keys|accounts|usage)\b/gm)].map((m) => `${file}: ${m[0].trim()}`),
+    [...text.matchAll(/(?:`|^\s*|\$\(|: )lexembed (serve|embed|index|search|mcp|keys|accounts|usage)\b/gm)].map((m) => `${file}: ${m[0].trim()}`),
   );
   expect(bare).toEqual([]);
 });
 
 it('every `npx lexembed <command>` the docs name exists', async () => {
   const commands = new Set(texts.flatMap(([, text]) => [...text.matchAll(/npx lexembed ([a-z]+)/g)].map((m) => m[1]!)));
-  expect([...commands]).toEqual(expect.arrayContaining(['serve', 'embed', 'keys', 'usage', 'accounts']));
+  expect([...commands]).toEqual(expect.arrayContaining(['serve', 'embed', 'index', 'search', 'keys', 'usage', 'accounts']));
   for (const command of commands) {
     const { stdout } = await run('npx', ['lexembed', command, '--help'], { cwd: PROJECT_ROOT });
     expect(stdout, command).toMatch(/Usage:\s+lexembed/);
