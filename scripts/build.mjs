@@ -83,7 +83,7 @@ writeFileSync(join(lib, 'vendor', 'README.md'),
 cpSync(join(root, 'README.md'), join(lib, 'README.md'));
 const entry = (path) => ({ types: `./dist/${path}.d.ts`, default: `./dist/${path}.js` });
 /** What the server needs beside zod; the library offers it as optional peers, @lexembed/server installs it. */
-const SERVER_PACKAGES = ['@huggingface/transformers', '@huggingface/tokenizers', 'hono', '@hono/node-server', 'prom-client', 'ioredis', 'pdfjs-dist', 'mammoth', '@modelcontextprotocol/sdk'];
+const SERVER_PACKAGES = ['@huggingface/transformers', '@huggingface/tokenizers', 'hono', '@hono/node-server', 'prom-client', 'ioredis', 'pdfjs-dist', 'mammoth', '@modelcontextprotocol/sdk', '@electric-sql/pglite', '@electric-sql/pglite-pgvector', 'pg'];
 const ranges = (names) => Object.fromEntries(names.map((name) => [name, range(name)]));
 /** The frameworks the adapter entries plug into (lexembed/langchain, lexembed/ai-sdk, lexembed/llamaindex): optional peers too. */
 const ADAPTER_PACKAGES = ['@langchain/core', '@ai-sdk/provider', '@llamaindex/core'];

@@ -5,7 +5,8 @@
 // ({id, chunk, start, end, embedding}); a resumed run goes on from the last chunk written. A folder
 // or files of PDF, DOCX, TXT and Markdown are documents: each file is chunked and every chunk row
 // also names its page (PDF), paragraph (DOCX) or line (text) — src/node/documents.ts.
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { Lexembed } from '../client/index.ts';
@@ -114,13 +115,19 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   // A document cut off mid-way is counted as done by the scan; it is finished in this run.
   let already = resume.already;
   if (source.chunkText && resume.last?.chunk !== undefined && source.chunkText(resume.lastText).length - 1 > resume.last.chunk) already--;
+  if (resume.done.size) {
+    const what = chunking ? 'documents' : 'rows';
+    const where = resume.last?.chunk !== undefined ? `chunk ${resume.last.chunk} of id "${resume.last.id}"` : `id "${resume.last?.id}"`;
+    const missing = resume.total - resume.already;
+    err(`lexembed embed: resuming: ${already} of ${resume.total} ${what} already in ${config.output} (its last row: ${where}); ${missing ? `${missing} not there yet will be embedded` : 'nothing new to embed'}${already < resume.already ? ', and the rest of the one cut off' : ''}`);
+  }
 
   const writer = new RowWriter(config.output, source, resume.last);
   const progress = chunking
     ? createProgress(resume.total, already, config.progress, err, 'documents', () => ` · ${writer.chunksWritten} chunks`)
     : createProgress(resume.total, already, config.progress, err);
   writer.onRowsDone = (n) => progress.advance(n);
-  const run = await embedRows(rowsOf(), writer, { input, batchSize: config['batch-size'], onError: config['on-error'], lastId: resume.last?.id ?? null, last: resume.last }).finally(() => source.dispose());
+  const run = await embedRows(rowsOf(), writer, { input, batchSize: config['batch-size'], onError: config['on-error'], done: resume.done, last: resume.last }).finally(() => source.dispose());
   progress.end();
   if (run.failure) return (err(run.failure), 1);
   const what = chunking ? 'documents' : 'rows';
@@ -168,12 +175,15 @@ function checkArguments(config: EmbedConfig, positionals: string[]) {
 }
 
 /**
- * Rows are written in input order, so the output's last row says how far an earlier run got:
- * counts the input's rows and those already done, and checks the output came from this input.
+ * What an earlier run left in the output: the ids it holds (every one of them is skipped, wherever
+ * it stands in the input, and every input row it lacks is embedded, so a file added to a folder
+ * is never left out) and its last row (a document cut off mid-way goes on after its last chunk).
+ * Counts the input's rows and those already done, and checks the output came from this input.
  */
 async function scanForResume(rowsOf: () => AsyncIterable<CorpusRow>, input: string, output: string, chunked: boolean, err: (s: string) => void) {
   const last = resumePoint(output, err, chunked);
   const lastId = last?.id ?? null;
+  const done = last === null ? new Set<string>() : await outputIds(output);
   let total = 0;
   let already = 0;
   let found = lastId === null;
@@ -182,15 +192,22 @@ async function scanForResume(rowsOf: () => AsyncIterable<CorpusRow>, input: stri
   for await (const row of rowsOf()) {
     if (!('id' in row)) continue;
     total++;
-    if (!found && !counted.has(row.id)) (counted.add(row.id), already++);
+    if (done.has(row.id) && !counted.has(row.id)) (counted.add(row.id), already++);
     if (row.id === lastId) (found = true), (lastText = row.text);
   }
   if (!found) throw new UsageError(`lexembed embed: ${output} ends with id "${lastId}", which ${input} does not hold: it was written from another input; choose another --output`);
-  if (already) {
-    const where = last?.chunk !== undefined ? `chunk ${last.chunk} of id "${lastId}"` : `id "${lastId}"`;
-    err(`lexembed embed: resuming after ${where}: ${already} ${chunked ? 'documents' : 'rows'} already in ${output}`);
+  return { last, total, already, lastText, done };
+}
+
+/** The ids of an output's rows (as strings), read line by line (streamed) without parsing the vectors. */
+async function outputIds(path: string): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for await (const line of createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    const head = /^\{"id":("(?:[^"\\]|\\.)*"|-?[\d.eE+-]+)[,}]/.exec(line);
+    ids.add(String(head ? JSON.parse(head[1]!) : (JSON.parse(line) as { id: unknown }).id));
   }
-  return { last, total, already, lastText };
+  return ids;
 }
 
 /** Where vectors come from: the local model, or a server (--remote). */
@@ -337,10 +354,9 @@ class RowWriter {
 async function embedRows(
   rows: AsyncIterable<CorpusRow>,
   writer: RowWriter,
-  run: { input: string; batchSize: number; onError: 'stop' | 'skip'; lastId: string | null; last: ReturnType<typeof resumePoint> },
+  run: { input: string; batchSize: number; onError: 'stop' | 'skip'; done: ReadonlySet<string>; last: ReturnType<typeof resumePoint> },
 ): Promise<{ stopped: string | null; bad: string[]; failure?: string }> {
   const seen = new Set<string>();
-  let resuming = run.lastId !== null;
   const bad: string[] = [];
   let interrupted: string | null = null;
   const onInt = () => void (interrupted = 'SIGINT');
@@ -350,16 +366,11 @@ async function embedRows(
   try {
     for await (const row of rows) {
       if (interrupted) break;
-      if (resuming) {
-        // Up to and including the output's last row: handled by the earlier run (its last row's
-        // later chunks, if it was cut off mid-way, are still to do).
-        if ('id' in row) {
-          seen.add(row.id);
-          if (row.id === run.lastId) {
-            resuming = false;
-            if (run.last?.chunk !== undefined) writer.add(row, run.last.chunk);
-          }
-        }
+      if ('id' in row && run.done.has(row.id) && !seen.has(row.id)) {
+        // In the output already: handled by the earlier run (its last row's later chunks, if it
+        // was cut off mid-way, are still to do).
+        seen.add(row.id);
+        if (row.id === run.last?.id && run.last.chunk !== undefined) writer.add(row, run.last.chunk);
         continue;
       }
       if ('error' in row || seen.has(row.id)) {

@@ -61,7 +61,7 @@ describe('lexembed embed on a folder of documents, then lexembed search', () => 
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/skipped locked\.pdf: the PDF is password-protected/);
     expect(r.stderr).toMatch(/skipped scan\.pdf: none of its 1 page has a text layer \(a scanned PDF\?\); lexembed does no OCR/);
-    expect(r.stderr).toContain('resuming after chunk');
+    expect(r.stderr).toMatch(/resuming: 1 of 4 documents already in .*contracts\.jsonl \(its last row: chunk \d+ of id "leases\/lease\.pdf"\); 3 not there yet will be embedded/);
     expect(r.stdout).toMatch(/embedded 3 documents as \d+ chunks into .*contracts\.jsonl \(1 already there, 2 skipped\)/);
     const rows = readOut(output());
     expect(new Set(rows.map((x) => x.id))).toEqual(new Set(['leases/lease.pdf', 'notes.txt', 'nda.docx', 'privacy.md']));
@@ -76,8 +76,25 @@ describe('lexembed embed on a folder of documents, then lexembed search', () => 
 
     const again = await runCli(['embed', folder, '--output', output(), '--model', BUNDLED_MODEL_DIR, '--task', 'retrieval/document', '--chunk-tokens', '48', '--on-error', 'skip', '--progress', 'never']);
     expect(again.code, again.stderr).toBe(0);
-    expect(again.stdout).toMatch(/embedded 0 documents .*\(4 already there, 1 skipped\)/); // scan.pdf comes after the last row written
+    expect(again.stdout).toMatch(/embedded 0 documents .*\(4 already there, 2 skipped\)/); // both unreadable files are named again
     expect(readOut(output())).toHaveLength(rows.length);
+  });
+
+  it('a file added to the folder is embedded on the next run, wherever it sorts (none silently left out)', async () => {
+    const out = join(dir, 'added.jsonl');
+    const args = ['--output', out, '--model', BUNDLED_MODEL_DIR, '--task', 'retrieval/document', '--on-error', 'skip', '--progress', 'never'];
+    expect((await runCli(['embed', folder, ...args])).code).toBe(0);
+    const before = new Set(readOut(out).map((x) => x.id));
+    writeFileSync(join(folder, '0000-new-service-agreement.txt'), 'SERVICE AGREEMENT. The Supplier shall answer support calls within four hours.\n');
+    try {
+      const r = await runCli(['embed', folder, ...args]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/resuming: 4 of 5 documents already in .*added\.jsonl .*; 1 not there yet will be embedded/);
+      expect(r.stdout).toMatch(/embedded 1 documents as \d+ chunks into .*added\.jsonl \(4 already there, 2 skipped\)/);
+      expect(new Set(readOut(out).map((x) => x.id))).toEqual(new Set([...before, '0000-new-service-agreement.txt']));
+    } finally {
+      rmSync(join(folder, '0000-new-service-agreement.txt'));
+    }
   });
 
   it('search finds the clause that answers, with its file and page, and the passage itself', async () => {

@@ -93,8 +93,8 @@ describe('lexembed embed', () => {
     const resumed = await embedStatic(input, output, '--batch-size', '50');
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain('cutting an incomplete last line');
-    // Only the output's tail is read: its last complete row says how far the killed run got.
-    expect(resumed.stderr).toContain(`resuming after id "r${partial - 1}": ${partial} rows already`);
+    // The output's ids say what is done; its last complete row is where the killed run stopped.
+    expect(resumed.stderr).toContain(`resuming: ${partial} of ${n} rows already in ${output} (its last row: id "r${partial - 1}"); ${n - partial} not there yet will be embedded`);
     const rows = readOut(output);
     expect(rows).toHaveLength(n);
     expect(new Set(rows.map((r) => r.id)).size).toBe(n);
@@ -139,7 +139,7 @@ describe('lexembed embed', () => {
     const last = partial.at(-1)!;
     const resumed = await embedStatic(input, output, ...args);
     expect(resumed.code, resumed.stderr).toBe(0);
-    expect(resumed.stderr).toContain(`resuming after chunk ${last.chunk} of id "${last.id}"`);
+    expect(resumed.stderr).toContain(`(its last row: chunk ${last.chunk} of id "${last.id}")`);
     const rows = readOut(output) as unknown as ChunkRow[];
     expect(rows.map((r) => `${r.id}#${r.chunk}:${r.start}-${r.end}`)).toEqual(ref.map((r) => `${r.id}#${r.chunk}:${r.start}-${r.end}`));
     rows.forEach((r, i) => expect(r.embedding).toEqual(ref[i]!.embedding));
