@@ -18,6 +18,7 @@ export const INDEX_OPTIONS = {
   ...DEVICE_OPTIONS,
 };
 
+
 export const INDEX_USAGE = `Usage: lexembed index <folder|file>… --index <folder|postgres://…> [options]
 
 Brings a search index up to date with folders of documents (PDF, DOCX, TXT, Markdown): files
@@ -34,6 +35,7 @@ PostgreSQL server with pgvector for a team (postgres://…; docs/search-index.md
 
 Options:
 ${describeOptions(INDEX_OPTIONS)}
+
 Exit status: 0 when every document file was indexed, 1 when some could not be read (the rest
 are indexed), 2 for a usage or index problem (nothing changed).
 `;

@@ -86,7 +86,8 @@ export async function updateIndex(sql: Sql, model: IndexModel, chunkTokens: numb
   for (const [i, { file, replaces }] of toEmbed.entries()) {
     const doc = await reader.extract({ id: file.path, path: file.abs });
     if (doc instanceof Error) {
-      const reason = doc.message.startsWith(`${file.path}: `) ? doc.message.slice(file.path.length + 2) : doc.message;
+      const why = doc.message.startsWith(`${file.path}: `) ? doc.message.slice(file.path.length + 2) : doc.message;
+      const reason = replaces ? `${why} (the index keeps the version it read before)` : why;
       report.failed.push({ file: file.path, reason });
       onEvent({ kind: 'failed', file: file.path, reason });
       continue;

@@ -120,6 +120,14 @@ describe('a second run updates exactly what changed', () => {
     expect((await index.search('security deposit', { top: 50 })).map((h) => h.file)).toContain('renamed-04.txt');
   });
 
+  it('keeps the version it read when a changed file can no longer be read, and says so', async () => {
+    writeFileSync(join(docs, 'contract-06.pdf'), makePdf([['6. ASSIGNMENT.']]).slice(0, 150));
+    const report = await index.update([docs]);
+    expect(report.failed).toContainEqual({ file: 'contract-06.pdf', reason: expect.stringMatching(/PDF.*\(the index keeps the version it read before\)$/) });
+    expect(report.changed).toEqual([]);
+    expect((await index.search('assignment without consent', { top: 20 })).map((h) => h.file)).toContain('contract-06.pdf');
+  });
+
   it('keeps the corpus counts equal to the passages (no passage lost or doubled)', async () => {
     const sql = (index as unknown as { stats(): Promise<{ passages: number }> });
     const counted = (await sql.stats()).passages;
