@@ -15,7 +15,7 @@ import { fuseByDistribution, searchPassages, type SearchMode } from '../src/sear
 import { indexModelOf } from '../src/search-index/model.ts';
 import { ensureSchema } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
-import { insertFile } from '../src/search-index/store.ts';
+import { insertFile, settleWrites } from '../src/search-index/store.ts';
 import type { SparseVector } from '../src/embedder/sparse.ts';
 
 const { values } = parseArgs({
@@ -68,6 +68,7 @@ for (const task of values.tasks!.split(',')) {
       }
     });
   }
+  await settleWrites(sql);
   const indexSeconds = (performance.now() - t) / 1000;
   // Exact rankings in memory: float cosine over all; sparse with the corpus's idf.
   const df = new Map<number, number>();

@@ -13,6 +13,7 @@ import { indexModelOf, type IndexModel } from './model.ts';
 import { checkSameVectors, ensureSchema, IndexError, readSettings, type IndexSettings } from './schema.ts';
 import { hitOf, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
+import { settleWrites } from './store.ts';
 import { updateIndex, type UpdateEvent, type UpdateReport } from './update.ts';
 
 export { IndexError } from './schema.ts';
@@ -77,6 +78,7 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       if (!(await sql.tryWriterLock())) throw new IndexError(`another lexembed index run is writing to ${sql.where}: wait for it to finish (one writer at a time)`);
       const settings = await made();
       const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent);
+      await settleWrites(sql);
       // A folder index's log is recycled once what it holds is in the tables (its size stays small).
       if (sql.engine === 'pglite') await sql.query('checkpoint');
       return report;

@@ -87,6 +87,14 @@ async function addCounts(tx: SqlQuery, terms: readonly number[], counts: readonl
   await tx.query('update lexembed_terms set df = df + $2 where term = $1', [PASSAGES_ROW, passages]);
 }
 
+/**
+ * After a run of writes: moves the GIN index's pending entries into its tree (fast to add to,
+ * slow to search: every query reads the whole pending list until then).
+ */
+export async function settleWrites(sql: SqlQuery): Promise<void> {
+  await sql.query(`select gin_clean_pending_list('lexembed_passages_terms'::regclass)`);
+}
+
 /** How many passages hold each of `terms`, and how many passages there are. */
 export async function corpusCounts(sql: SqlQuery, terms: readonly number[]): Promise<{ passages: number; df: Map<number, number> }> {
   const rows = await sql.query<{ term: number; df: number }>('select term, df from lexembed_terms where term = any($1::int[])', [[PASSAGES_ROW, ...terms]]);
