@@ -111,7 +111,7 @@ describe('lexembed embed on a folder of documents, then lexembed search', () => 
     const reranked = await runCli(['search', output(), 'Who must give back confidential documents?', '--model', BUNDLED_MODEL_DIR, '--rerank', '--json', '--top', '1']);
     expect(reranked.code, reranked.stderr).toBe(0);
     expect(JSON.parse(reranked.stdout)[0]).toMatchObject({ id: 'nda.docx', paragraph: expect.any(Number), cosine: expect.any(Number), text: expect.stringContaining('return or destroy') });
-  });
+  }, 120_000); // three CLI runs, each loading the model: generous on a busy machine
 
   it('search through a lexembed server (--remote) finds what the local model finds', async () => {
     const server = await startServe(['--no-auth', '--model', BUNDLED_MODEL_DIR]);

@@ -75,7 +75,7 @@ describe.each([
     expect(links.map((l) => l.uri)).toEqual(hits.map((h) => h.uri));
     const read = await client.readResource({ uri: hits[0]!.uri });
     expect((read.contents[0] as { text: string }).text).toContain('Either party may terminate');
-  });
+  }, 120_000);
 
   it('pages with next_cursor, and fetch reads a passage with its neighbours', async () => {
     const first = (await call(client, 'search', { query: 'general clause', top: 4 })).structuredContent!;
@@ -88,7 +88,7 @@ describe.each([
     expect(fetched.passage.passage_id).toBe(long!.passage_id);
     expect(fetched.before.length + fetched.after.length).toBeGreaterThan(0);
     expect([...fetched.before, fetched.passage, ...fetched.after].every((h) => h.file === 'contract-00.txt')).toBe(true);
-  });
+  }, 120_000);
 
   it('mistakes are tool errors that say what to do', async () => {
     const cases: [string, Record<string, unknown>, RegExp][] = [
@@ -102,5 +102,5 @@ describe.each([
       const result = await call(client, tool, args);
       expect([result.isError, result.content[0]!.text], JSON.stringify(args).slice(0, 80)).toEqual([true, expect.stringMatching(message)]);
     }
-  });
+  }, 120_000);
 });

@@ -46,7 +46,7 @@ describe('a folder indexed and searched', () => {
     expect(stats.files).toBe(12);
     // Long contracts (every third) span more than one passage.
     expect(stats.passages).toBeGreaterThan(12);
-  });
+  }, 120_000);
 
   it('finds the clause a question asks about, with its file, page and text', async () => {
     for (const [i, [topic]] of TOPICS.entries()) {
@@ -56,7 +56,7 @@ describe('a folder indexed and searched', () => {
     }
     const [pdf] = await index.search('termination for convenience', { top: 1, file: '*.pdf' });
     expect(pdf).toMatchObject({ file: expect.stringMatching(/^contract-(02|10)\.pdf$/), unit: { name: 'page', first: 1, last: 2 } }); // a short contract: one passage over both pages
-  });
+  }, 120_000);
 
   it('filters by glob and document, and pages with offset', async () => {
     const mds = await index.search('governing law', { top: 20, file: '*.md' });
@@ -67,7 +67,7 @@ describe('a folder indexed and searched', () => {
     const all = await index.search('interest on late payment', { top: 12 });
     const second = await index.search('interest on late payment', { top: 6, offset: 6 });
     expect(second.map((h) => [h.rank, h.passageId])).toEqual(all.slice(6).map((h) => [h.rank, h.passageId]));
-  });
+  }, 120_000);
 
   it('ranks --dense-only as exact cosine with the float vectors does (up to int8 rounding)', async () => {
     const query = 'Can the landlord keep the deposit?';
@@ -88,7 +88,7 @@ describe('a folder indexed and searched', () => {
       expect(Math.abs(exactOf.get(h.passageId)! - exact[i]!.s)).toBeLessThan(0.002);
       expect(Math.abs(h.dense! - exactOf.get(h.passageId)!)).toBeLessThan(0.002);
     });
-  });
+  }, 120_000);
 
   it('hybrid search uses both lists: sparse-only and dense-only each return their own scores', async () => {
     const [hybrid] = await index.search('force majeure flood fire war', { top: 1 });
@@ -97,7 +97,7 @@ describe('a folder indexed and searched', () => {
     expect(hybrid!.sparse).not.toBeNull();
     expect(sparse!.dense).toBeNull();
     expect(sparse!.text).toContain('flood, fire, war');
-  });
+  }, 120_000);
 });
 
 describe('a second run updates exactly what changed', () => {
@@ -106,7 +106,7 @@ describe('a second run updates exactly what changed', () => {
     const report = await index.update([docs]);
     expect(report).toMatchObject({ added: [], changed: [], renamed: [], removed: [], unchanged: 12, passagesAdded: 0 });
     expect(await passagesOf()).toBe(before);
-  });
+  }, 120_000);
 
   it('adds a new file, re-embeds a changed one, moves a renamed one and removes a deleted one', async () => {
     await writeContracts(docs, 1, 12); // contract-12.txt, new
@@ -118,7 +118,7 @@ describe('a second run updates exactly what changed', () => {
     expect((await index.search('notices by courier to the registered office', { top: 1 }))[0]!.file).toBe('contract-01.md');
     expect((await index.search('governing law', { top: 50 })).map((h) => h.file)).not.toContain('contract-05.md');
     expect((await index.search('security deposit', { top: 50 })).map((h) => h.file)).toContain('renamed-04.txt');
-  });
+  }, 120_000);
 
   it('keeps the version it read when a changed file can no longer be read, and says so', async () => {
     writeFileSync(join(docs, 'contract-06.pdf'), makePdf([['6. ASSIGNMENT.']]).slice(0, 150));
@@ -126,7 +126,7 @@ describe('a second run updates exactly what changed', () => {
     expect(report.failed).toContainEqual({ file: 'contract-06.pdf', reason: expect.stringMatching(/PDF.*\(the index keeps the version it read before\)$/) });
     expect(report.changed).toEqual([]);
     expect((await index.search('assignment without consent', { top: 20 })).map((h) => h.file)).toContain('contract-06.pdf');
-  });
+  }, 120_000);
 
   it('keeps the corpus counts equal to the passages (no passage lost or doubled)', async () => {
     const sql = (index as unknown as { stats(): Promise<{ passages: number }> });
@@ -137,7 +137,7 @@ describe('a second run updates exactly what changed', () => {
     await raw.close();
     expect(row).toEqual({ n: counted, doubled: 0 });
     index = await openIndex(join(dir, 'index'), { embedder });
-  });
+  }, 120_000);
 });
 
 describe('bad input: an IndexError that says what to do', () => {
@@ -149,26 +149,26 @@ describe('bad input: an IndexError that says what to do', () => {
 
   it('a second process (or handle) on the same index folder', async () => {
     expect(await refused(() => openIndex(join(dir, 'index'), { embedder }))).toMatch(/in use by process \d+.*wait for it to finish/);
-  });
+  }, 120_000);
 
   it('a folder that is something else, and a missing index for a search', async () => {
     const other = join(dir, 'other');
     await writeContracts(other, 1);
     expect(await refused(() => openIndex(other, { embedder }))).toMatch(/is not a lexembed index .* not empty/);
     expect(await refused(() => openIndex(join(dir, 'nowhere'), { embedder, create: false }))).toMatch(/no index at .*lexembed index/);
-  });
+  }, 120_000);
 
   it('a query too long, an empty one, a bad page', async () => {
     expect(await refused(() => index.search('word '.repeat(20_000)))).toMatch(/100,000 characters.*at most 10,000/);
     expect(await refused(() => index.search('   '))).toMatch(/query is empty/);
     expect(await refused(() => index.search('rent', { top: 0 }))).toMatch(/top must be an integer from 1 to 1000/);
-  });
+  }, 120_000);
 
   it('a source folder that is gone: nothing removed', async () => {
     const before = await index.stats();
     expect(await refused(() => index.update([join(dir, 'moved-away')]))).toMatch(/no such file or folder.*Nothing was changed/);
     expect(await index.stats()).toEqual(before);
-  });
+  }, 120_000);
 
   it('another model: refused by name, and a model without sparse vectors', async () => {
     const hybrid = await loadModelFolder(join(STATIC_MODEL_DIR, '../legal-2-embedder'), {});
@@ -182,7 +182,7 @@ describe('bad input: an IndexError that says what to do', () => {
       await tiny.dispose();
       index = await openIndex(join(dir, 'index'), { embedder });
     }
-  });
+  }, 120_000);
 
   it('an index written by a newer lexembed', async () => {
     await index.close();
@@ -197,5 +197,5 @@ describe('bad input: an IndexError that says what to do', () => {
       await back.close();
       index = await openIndex(join(dir, 'index'), { embedder });
     }
-  });
+  }, 120_000);
 });
