@@ -118,7 +118,8 @@ describe('lexembed index, then lexembed search', () => {
 
   it('refuses a second writer while one runs, naming the process; the first finishes', async () => {
     const docs = join(dir, 'writers');
-    await writeContracts(docs, 48);
+    // Enough files that the first run is still writing (one transaction each) while the second starts.
+    await writeContracts(docs, 120);
     const index = join(dir, 'writers.index');
     const first = startIndexing([docs, '--index', index]);
     await first.progressed;
@@ -128,7 +129,7 @@ describe('lexembed index, then lexembed search', () => {
     const search = await runCli(['search', index, 'rent', ...MODEL]);
     expect([search.code, search.stderr]).toEqual([2, expect.stringContaining('in use by process')]);
     expect(await first.exited).toBe(0);
-    expect(first.output()).toContain('added 48');
+    expect(first.output()).toContain('added 120');
   }, SLOW_MS);
 
   it('says which files it left out and why, and exits 1 when one could not be read', async () => {
