@@ -34,7 +34,13 @@ export async function openLocation(location: string, options: { create: boolean 
   if (!statSync(folder).isDirectory()) throw new IndexError(`${location} is a file, not an index folder: give the folder lexembed index made (or a new one), or a postgres:// URL`);
   const marker = join(folder, MARKER_FILE);
   if (!existsSync(marker)) {
-    if (readdirSync(folder).length > 0) throw new IndexError(`${location} is not a lexembed index (it has no ${MARKER_FILE}) and is not empty: give an empty or new folder for a new index`);
+    if (readdirSync(folder).length > 0) {
+      throw new IndexError(
+        options.create
+          ? `${location} is not a lexembed index (it has no ${MARKER_FILE}) and is not empty: give an empty or new folder for a new index`
+          : `${location} is not a lexembed index (it has no ${MARKER_FILE}): search the folder lexembed index made, or make one: lexembed index ${location} --index ${location.replace(/\/+$/, '')}.index`,
+      );
+    }
     if (!options.create) throw new IndexError(`no index at ${location}: make one with lexembed index <folder of documents> --index ${location}`);
     writeFileSync(marker, JSON.stringify(MARKER, null, 2) + '\n');
   } else {

@@ -84,6 +84,7 @@ describe('lexembed index, then lexembed search', () => {
       [['search', mkdtempSync(join(dir, 'empty-')), 'rent', '--dense-only', '--sparse-only'], /--dense-only or --sparse-only, not both/],
       [['search', mkdtempSync(join(dir, 'empty-')), 'rent'], /no index at .*make one with lexembed index/],
       [['index', docs, '--index', docs], /is not a lexembed index .* not empty/],
+      [['search', docs, 'rent'], /is not a lexembed index .*: search the folder lexembed index made, or make one: lexembed index .*few --index .*few\.index/],
       [['index', join(dir, 'gone'), '--index', join(dir, 'few.index')], /no such file or folder: .*gone\. Nothing was changed/],
       [['index', docs], /--index \(LEXEMBED_INDEX\) is required: a folder for the index/],
     ];
