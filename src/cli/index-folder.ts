@@ -4,10 +4,10 @@
 // with pgvector: no server) or a PostgreSQL server with pgvector (postgres://…). Search it with
 // `lexembed search <where> "question"`. src/search-index/ is the library behind it.
 import { z } from 'zod';
-import { BUNDLED_MODEL_DIR, loadModelFolder } from '../node/runtime/load-model.ts';
-import { DEFAULT_CHUNK_TOKENS, IndexError, openIndex, type UpdateReport } from '../search-index/index.ts';
-import { checkNotInUse } from '../search-index/location.ts';
-import { DEVICE_OPTIONS, deviceOptions } from './device-options.ts';
+import { BUNDLED_MODEL_DIR } from '../node/runtime/load-model.ts';
+import { DEFAULT_CHUNK_TOKENS, type UpdateReport } from '../search-index/index.ts';
+import { DEVICE_OPTIONS } from './device-options.ts';
+import { withIndex } from './index-session.ts';
 import { describeOptions, flag, integerIn, parseOptions, UsageError } from './options.ts';
 
 export const INDEX_OPTIONS = {
@@ -44,38 +44,17 @@ export async function indexCommand(args: string[], out: (s: string) => void, err
   const { values: config, positionals, help } = parseOptions('lexembed index', args, INDEX_OPTIONS);
   if (help) return (out(INDEX_USAGE), 0);
   if (!positionals.length) throw new UsageError('lexembed index: give the folders or files to index, e.g. lexembed index contracts/ --index contracts.index');
-  try {
-    checkNotInUse(config.index);
-  } catch (error) {
-    asUsage(error);
-  }
-  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' } });
-  try {
-    const index = await openIndex(config.index, { embedder, chunkTokens: config['chunk-tokens'] }).catch(asUsage);
-    try {
-      const report = await index
-        .update(positionals, (e) => {
-          if (config.json) return;
-          if (e.kind === 'file') err(`[${e.done}/${e.total}] ${e.file}: ${e.passages} passage${e.passages === 1 ? '' : 's'}`);
-          else err(`lexembed index: ${e.file}: ${e.reason} (left out; run again once it is fixed)`);
-        })
-        .catch(asUsage);
-      const stats = await index.stats();
-      if (config.json) out(JSON.stringify({ ...report, files: stats.files, passages: stats.passages, index: index.where }));
-      else out(describeReport(report, stats, index.where));
-      return report.failed.length ? 1 : 0;
-    } finally {
-      await index.close();
-    }
-  } finally {
-    await embedder.dispose();
-  }
-}
-
-/** An index problem is the user's to fix: exit 2 with its message. */
-function asUsage(error: unknown): never {
-  if (error instanceof IndexError) throw new UsageError(`lexembed index: ${error.message}`);
-  throw error;
+  return withIndex('lexembed index', config.index, config, { create: true, chunkTokens: config['chunk-tokens'] }, async (index) => {
+    const report = await index.update(positionals, (e) => {
+      if (config.json) return;
+      if (e.kind === 'file') err(`[${e.done}/${e.total}] ${e.file}: ${e.passages} passage${e.passages === 1 ? '' : 's'}`);
+      else err(`lexembed index: ${e.file}: ${e.reason} (left out; run again once it is fixed)`);
+    });
+    const stats = await index.stats();
+    if (config.json) out(JSON.stringify({ ...report, files: stats.files, passages: stats.passages, index: index.where }));
+    else out(describeReport(report, stats, index.where));
+    return report.failed.length ? 1 : 0;
+  });
 }
 
 function describeReport(r: UpdateReport, stats: { files: number; passages: number }, where: string): string {

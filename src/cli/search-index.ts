@@ -1,13 +1,11 @@
 // `lexembed search <index> <query>`: a hybrid search of an index made by lexembed index (a folder
 // or postgres:// URL), printed as ranked passages with file, page and the matching sentences, or
 // as JSON. The model is loaded here; the index checks it is the one that made its vectors.
-import { loadModelFolder } from '../node/runtime/load-model.ts';
 import { excerptOf } from '../search-index/excerpt.ts';
-import { checkNotInUse } from '../search-index/location.ts';
-import { IndexError, openIndex, type SearchHit } from '../search-index/index.ts';
-import { deviceOptions } from './device-options.ts';
+import type { SearchHit } from '../search-index/index.ts';
 import { UsageError } from './options.ts';
 import type { DeviceConfig } from './device-options.ts';
+import { withIndex } from './index-session.ts';
 
 /** The options of `lexembed search` an index reads (SEARCH_OPTIONS' values). */
 export interface IndexSearchConfig extends DeviceConfig {
@@ -26,32 +24,14 @@ export interface IndexSearchConfig extends DeviceConfig {
 export async function searchIndexCommand(location: string, query: string, config: IndexSearchConfig, out: (s: string) => void): Promise<number> {
   if (config['dense-only'] && config['sparse-only']) throw new UsageError('lexembed search: give --dense-only or --sparse-only, not both (neither: hybrid)');
   if (config.rerank || config.remote) throw new UsageError(`lexembed search: --${config.rerank ? 'rerank' : 'remote'} is not available for an index yet; search it without`);
-  try {
-    checkNotInUse(location);
-  } catch (error) {
-    asUsage(error);
-  }
-  const embedder = await loadModelFolder(config.model, { ...deviceOptions(config), batch: { tokens: 'auto', size: 'auto' } });
-  try {
-    const index = await openIndex(location, { embedder, create: false }).catch(asUsage);
-    try {
-      const mode = config['dense-only'] ? 'dense' : config['sparse-only'] ? 'sparse' : 'hybrid';
-      const hits = await index.search(query, { top: config.top, offset: config.offset, mode, file: config.file || undefined, document: config.document || undefined }).catch(asUsage);
-      if (config.json) out(JSON.stringify(hits.map((h) => ({ ...h, excerpt: excerptOf(h.text, query) }))));
-      else if (!hits.length) out(config.offset ? `no passages after the first ${config.offset}` : `no passages match${config.file || config.document ? ' in the files asked for' : ''}`);
-      else for (const h of hits) out(describeHit(h, query));
-      return 0;
-    } finally {
-      await index.close();
-    }
-  } finally {
-    await embedder.dispose();
-  }
-}
-
-function asUsage(error: unknown): never {
-  if (error instanceof IndexError) throw new UsageError(`lexembed search: ${error.message}`);
-  throw error;
+  const mode = config['dense-only'] ? 'dense' : config['sparse-only'] ? 'sparse' : 'hybrid';
+  return withIndex('lexembed search', location, config, { create: false }, async (index) => {
+    const hits = await index.search(query, { top: config.top, offset: config.offset, mode, file: config.file || undefined, document: config.document || undefined });
+    if (config.json) out(JSON.stringify(hits.map((h) => ({ ...h, excerpt: excerptOf(h.text, query) }))));
+    else if (!hits.length) out(config.offset ? `no passages after the first ${config.offset}` : `no passages match${config.file || config.document ? ' in the files asked for' : ''}`);
+    else for (const h of hits) out(describeHit(h, query));
+    return 0;
+  });
 }
 
 function describeHit(h: SearchHit, query: string): string {
