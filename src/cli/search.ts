@@ -194,7 +194,7 @@ async function readPassages(hits: Hit[], from: EmbedSource | undefined): Promise
 }
 
 /** { page: 2 } or { page: 2, page_end: 3 } (likewise paragraph, line). */
-export function unitFields(h: Hit): Record<string, number> {
+export function unitFields(h: { readonly unit?: { readonly name: string; readonly number: number; readonly last: number } | null }): Record<string, number> {
   if (!h.unit) return {};
   return h.unit.last === h.unit.number ? { [h.unit.name]: h.unit.number } : { [h.unit.name]: h.unit.number, [`${h.unit.name}_end`]: h.unit.last };
 }

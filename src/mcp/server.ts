@@ -98,7 +98,7 @@ function indexHit(corpus: string, h: SearchHit, query: string | null) {
     id: h.file,
     file: h.file,
     passage_id: h.passageId,
-    ...(h.unit ? (h.unit.first === h.unit.last ? { [h.unit.name]: h.unit.first } : { [h.unit.name]: h.unit.first, [`${h.unit.name}_end`]: h.unit.last }) : {}),
+    ...unitFields({ unit: h.unit && { name: h.unit.name, number: h.unit.first, last: h.unit.last } }),
     start: h.start,
     end: h.end,
     ...(query !== null ? { excerpt: excerptOf(h.text, query) } : {}),

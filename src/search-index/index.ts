@@ -11,7 +11,7 @@ import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, type IndexModel } from './model.ts';
 import { checkSameVectors, ensureSchema, IndexError, readSettings, type IndexSettings } from './schema.ts';
-import { hitOf, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
+import { hitOf, PASSAGE_COLUMNS, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
 import { updateIndex, type UpdateEvent, type UpdateReport } from './update.ts';
@@ -79,8 +79,6 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       const settings = await made();
       const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent);
       await settleWrites(sql);
-      // A folder index's log is recycled once what it holds is in the tables (its size stays small).
-      if (sql.engine === 'pglite') await sql.query('checkpoint');
       return report;
     },
     async search(query, options) {
@@ -98,8 +96,7 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
       if (!Number.isInteger(neighbours) || neighbours < 0 || neighbours > 10) throw new IndexError(`neighbours must be an integer from 0 to 10 (got ${neighbours})`);
       const rows = await sql.query<PassageRow>(
-        `select p.id::text as id, f.path, p.chunk, p.start_offset, p.end_offset, f.unit, p.unit_first, p.unit_last, p.body
-         from lexembed_passages p join lexembed_files f on f.id = p.file_id
+        `select ${PASSAGE_COLUMNS} from lexembed_passages p join lexembed_files f on f.id = p.file_id
          join lexembed_passages hit on hit.file_id = p.file_id and hit.id = $1::bigint
          where p.chunk between hit.chunk - $2::int and hit.chunk + $2::int order by p.chunk`,
         [id, neighbours],

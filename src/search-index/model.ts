@@ -2,7 +2,7 @@
 // query, chunking with the model's tokenizer, and the identity that says which vectors compare.
 // Made from a loaded Embedder (the same operations the HTTP API runs).
 import { PROBLEM_CATALOGUE, type Result } from '../contract/index.ts';
-import { INT8_SCALE_PER_SQRT_DIM } from '../contract/vectors.ts';
+import { INT8_SCALE_PER_SQRT_DIM, quantizeVector } from '../contract/vectors.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
 import type { SparseVector } from '../embedder/sparse.ts';
 import type { Embedder } from '../embedder/types.ts';
@@ -49,11 +49,8 @@ export function indexModelOf(embedder: Embedder): IndexModel {
   };
 }
 
-/** int8 components as the API's output_dtype int8 makes them: round(x · 16√d), clamped. */
-export function toInt8(vector: Float32Array): Int8Array {
-  const scale = INT8_SCALE_PER_SQRT_DIM * Math.sqrt(vector.length);
-  return Int8Array.from(vector, (x) => Math.max(-128, Math.min(127, Math.round(x * scale))));
-}
+/** int8 components as the API's output_dtype int8 makes them (quantizeVector). */
+export const toInt8 = (vector: Float32Array): Int8Array => Int8Array.from(quantizeVector(vector, 'int8'));
 
 /** The cosine of a float unit query with an int8 passage vector (toInt8's scale undone). */
 export function cosineInt8(query: Float32Array, passage: Int8Array): number {

@@ -5,8 +5,8 @@
 // 3 standard deviations, then summed: Qdrant's DBSF), which the dev set measured best for these
 // vectors. --dense-only / --sparse-only keep one list.
 import type { SparseVector } from '../embedder/sparse.ts';
-import { cosineInt8 } from './model.ts';
-import { corpusCounts } from './store.ts';
+import { cosineInt8, signBits, sparsevecLiteral } from './model.ts';
+import { corpusCounts, type CorpusCounts } from './store.ts';
 import type { SqlQuery } from './sql.ts';
 
 export type SearchMode = 'hybrid' | 'dense' | 'sparse';
@@ -76,15 +76,16 @@ export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) 
   const mode = options.mode ?? 'hybrid';
   const length = Math.max(FUSED_LIST_LENGTH, offset + top);
   return sql.transaction(async (tx) => {
-    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, (await corpusCounts(tx, [])).passages, fileFilter(options, 1));
-    const sparse = mode === 'dense' ? null : await sparseList(tx, query.sparse, vocabularySize, length, fileFilter(options, 2));
+    // One read of the counts serves both lists: the passage count and the query terms' df.
+    const counts = await corpusCounts(tx, mode === 'dense' ? [] : query.sparse.indices);
+    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, 1));
+    const sparse = mode === 'dense' ? null : await sparseList(tx, query.sparse, counts, vocabularySize, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
     const page = fused.slice(offset, offset + top);
     if (!page.length) return [];
     const rows = await tx.query<PassageRow>(
-      `select p.id::text as id, f.path, p.chunk, p.start_offset, p.end_offset, f.unit, p.unit_first, p.unit_last, p.body
-       from lexembed_passages p join lexembed_files f on f.id = p.file_id where p.id = any($1::bigint[])`,
+      `select ${PASSAGE_COLUMNS} from lexembed_passages p join lexembed_files f on f.id = p.file_id where p.id = any($1::bigint[])`,
       [page.map((s) => s.id)],
     );
     const byId = new Map(rows.map((r) => [r.id, r]));
@@ -97,6 +98,9 @@ export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) 
     });
   });
 }
+
+/** What a query reads of a passage (`p`) and its file (`f`) to make a hit of it: a PassageRow. */
+export const PASSAGE_COLUMNS = 'p.id::text as id, f.path, p.chunk, p.start_offset, p.end_offset, f.unit, p.unit_first, p.unit_last, p.body';
 
 /** A passage's row as the queries read it. */
 export interface PassageRow {
@@ -176,12 +180,10 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
     String(Math.min(1000, Math.max(shortlist, 40))),
     passages < EXACT_DENSE_BELOW ? 'off' : 'on',
   ]);
-  let bits = '';
-  for (let i = 0; i < q.length; i++) bits += q[i]! > 0 ? '1' : '0';
   const rows = await tx.query<{ id: string; d: string }>(
     `select p.id::text as id, encode(p.dense, 'base64') as d from lexembed_passages p ${filter.join} ${filter.where}
      order by p.bits <~> $1::bit(${q.length}) limit ${shortlist}`,
-    [bits, ...filter.params],
+    [signBits(q), ...filter.params],
   );
   await tx.query(`select set_config('enable_indexscan', 'on', true)`);
   const scored = rows.map((r) => {
@@ -195,26 +197,26 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
  * The sparse top `length`: passages that hold one of the query's selective terms (the GIN index
  * finds them), scored exactly by the whole idf-weighted query.
  */
-async function sparseList(tx: SqlQuery, q: SparseVector, vocabularySize: number, length: number, filter: Filter): Promise<Scored[]> {
-  const { passages, df } = await corpusCounts(tx, q.indices);
-  const weighted: { term: number; weight: number; df: number }[] = [];
-  for (let i = 0; i < q.indices.length; i++) {
-    const n = df.get(q.indices[i]!) ?? 0;
-    if (n === 0) continue; // no passage holds it: it scores nothing
-    weighted.push({ term: q.indices[i]!, weight: q.values[i]! * Math.log(1 + (passages - n + 0.5) / (n + 0.5)), df: n });
-  }
-  if (!weighted.length) return [];
+async function sparseList(tx: SqlQuery, q: SparseVector, counts: CorpusCounts, vocabularySize: number, length: number, filter: Filter): Promise<Scored[]> {
+  const { passages, df } = counts;
+  // A term no passage holds scores nothing (weight 0: left out of the vector).
+  const idf = (term: number) => {
+    const n = df.get(term) ?? 0;
+    return n === 0 ? 0 : Math.log(1 + (passages - n + 0.5) / (n + 0.5));
+  };
+  const held = q.indices.filter((term) => (df.get(term) ?? 0) > 0).map((term) => ({ term, df: df.get(term)! }));
+  if (!held.length) return [];
   // Rarest first, while their passages stay within the budget: a term in more than 1/SELECTIVE_SHARE
   // of the passages adds little to a score and would make the candidates most of the index.
   const cap = Math.max(MIN_SELECTIVE_DF, passages / SELECTIVE_SHARE);
   const finders: number[] = [];
   let reached = 0;
-  for (const w of [...weighted].sort((a, b) => a.df - b.df)) {
+  for (const w of held.sort((a, b) => a.df - b.df)) {
     if (finders.length && (w.df > cap || reached + w.df > SPARSE_CANDIDATE_BUDGET)) break;
     finders.push(w.term);
     reached += w.df;
   }
-  const vector = `{${[...weighted].sort((a, b) => a.term - b.term).map((w) => `${w.term + 1}:${Math.fround(w.weight)}`).join(',')}}/${vocabularySize}`;
+  const vector = sparsevecLiteral(q, vocabularySize, idf);
   const rows = await tx.query<{ id: string; s: number }>(
     `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p ${filter.join}
      where lexembed_sparse_terms(p.sparse) && $2::int[] ${filter.where.replace(/^where /, 'and ')}

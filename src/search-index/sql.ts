@@ -30,9 +30,6 @@ export async function openPglite(folder: string, where = folder): Promise<Sql> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { vector } = await import('@electric-sql/pglite-pgvector');
   const db = await PGlite.create({ dataDir: folder, extensions: { vector } });
-  // PostgreSQL keeps up to max_wal_size (1 GB) of write-ahead log before recycling it: in a folder
-  // index that is disk for nothing once a run is committed. Checkpoints come sooner instead.
-  for (const statement of [`alter system set max_wal_size = '96MB'`, `alter system set min_wal_size = '32MB'`, 'select pg_reload_conf()']) await db.query(statement);
   return {
     engine: 'pglite',
     where,

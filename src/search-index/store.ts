@@ -95,8 +95,14 @@ export async function settleWrites(sql: SqlQuery): Promise<void> {
   await sql.query(`select gin_clean_pending_list('lexembed_passages_terms'::regclass)`);
 }
 
+/** How many passages there are, and how many hold each term asked for. */
+export interface CorpusCounts {
+  readonly passages: number;
+  readonly df: ReadonlyMap<number, number>;
+}
+
 /** How many passages hold each of `terms`, and how many passages there are. */
-export async function corpusCounts(sql: SqlQuery, terms: readonly number[]): Promise<{ passages: number; df: Map<number, number> }> {
+export async function corpusCounts(sql: SqlQuery, terms: readonly number[]): Promise<CorpusCounts> {
   const rows = await sql.query<{ term: number; df: number }>('select term, df from lexembed_terms where term = any($1::int[])', [[PASSAGES_ROW, ...terms]]);
   const df = new Map(rows.map((r) => [r.term, r.df]));
   return { passages: df.get(PASSAGES_ROW) ?? 0, df };

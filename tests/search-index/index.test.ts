@@ -129,8 +129,7 @@ describe('a second run updates exactly what changed', () => {
   }, 120_000);
 
   it('keeps the corpus counts equal to the passages (no passage lost or doubled)', async () => {
-    const sql = (index as unknown as { stats(): Promise<{ passages: number }> });
-    const counted = (await sql.stats()).passages;
+    const counted = (await index.stats()).passages;
     await index.close();
     const raw = await openLocation(join(dir, 'index'), { create: false });
     const [row] = await raw.query<{ n: number; doubled: number }>('select count(*)::int as n, (select count(*) from (select file_id, chunk from lexembed_passages group by 1, 2 having count(*) > 1) d)::int as doubled from lexembed_passages');
