@@ -17,6 +17,7 @@ export function stemOf(word: string): string {
 
 const WORD = /[\p{L}\p{N}]+/gu;
 /** A clause heading: a section number ("5.2", "(a)", "IV.") or capitals ("GOVERNING LAW."). */
+const SECTION_NUMBER = /^\(?\d+(?:\.\d+)*[.)]$/;
 const HEADING = /^(?:\(?[\dIVXivx]+(?:\.\d+)*[.)]?\s|\(?[a-z]\)\s|[\p{Lu}\d\s.,&-]+$)/u;
 
 /** The query's content words as stems, each with its weight. */
@@ -66,7 +67,9 @@ export function excerptOf(text: string, query: string, length = 320): string {
   // The best sentence (with a short heading before it, "5.2 Termination."), then the ones after it
   // while they fit: a clause reads on, rarely back.
   const before = best > 0 ? clean(text.slice(...spans[best - 1]!)) : '';
-  const first = before.length > 0 && before.length <= 40 && HEADING.test(before) ? best - 1 : best;
+  let first = before.length > 0 && before.length <= 40 && HEADING.test(before) ? best - 1 : best;
+  // A heading's number cut off as a sentence of its own ("7." before "WARRANTY.") goes with it.
+  if (first < best && first > 0 && SECTION_NUMBER.test(clean(text.slice(...spans[first - 1]!)))) first--;
   let last = best;
   const size = () => clean(text.slice(spans[first]![0], spans[last]![1])).length;
   while (last + 1 < spans.length && size() + clean(text.slice(...spans[last + 1]!)).length + 1 <= length) last++;

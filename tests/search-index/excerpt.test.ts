@@ -30,6 +30,11 @@ describe('excerptOf', () => {
     expect(excerptOf('Rent is due monthly. Fees are due yearly.', 'nothing matches')).toBe('Rent is due monthly. Fees are due yearly.');
   });
 
+  it('keeps a numbered heading whole ("7. WARRANTY.", not "… WARRANTY.")', () => {
+    const text = 'SUPPLY AGREEMENT between Acme Ltd and Birch Inc. 1. GENERAL. The parties agree. 7. WARRANTY. The Supplier warrants the goods for twelve months.';
+    expect(excerptOf(text, 'How long is the warranty on the goods?')).toBe('… 7. WARRANTY. The Supplier warrants the goods for twelve months.');
+  });
+
   it('matches inflections of a word', () => {
     expect(stemOf('termination')).toBe(stemOf('terminate'));
     expect(stemOf('Governing')).toBe(stemOf('governed'));
