@@ -30,7 +30,13 @@ export const SEARCH_OPTIONS = {
   json: flag({ help: 'print the hits as one JSON array (rank, score, id, chunk, start, end, page/paragraph/line, text)' }),
   model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder: the one the output was embedded with' },
   ...DEVICE_OPTIONS,
-  remote: { value: remoteUrl, env: 'LEXEMBED_BASE_URL', default: '', help: 'embed the query through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
+  remote: {
+    value: remoteUrl,
+    env: 'LEXEMBED_BASE_URL',
+    default: '',
+    help: 'a lexembed server, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY): an index is searched by the server that holds it (lexembed serve --index), an output of lexembed embed has its query embedded there',
+  },
+  wait: { value: integerIn(0, 3600), default: '60', help: 'with --remote and an index: seconds to wait for a server that is starting or still loading its model (0: fail at once)' },
   'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
 };
 
@@ -47,6 +53,11 @@ score (--dense-only or --sparse-only for one of them), with --file/--document fi
 
   lexembed index contracts/ --index contracts.index      # PDF, DOCX, TXT, Markdown
   lexembed search contracts.index "Who may terminate the lease early?"
+
+A server started with the index (lexembed serve --index contracts.index) answers the same
+search warm, without loading the model here (it waits for a server still loading, --wait):
+
+  lexembed search contracts.index "Who may terminate the lease early?" --remote http://127.0.0.1:8080/v1
 
 An output of lexembed embed (<out.jsonl>, with <out.jsonl>.meta.json) is read whole and every
 row scored by cosine; the passages are read back from the input it was made from.
@@ -79,7 +90,7 @@ export async function searchCommand(args: string[], out: (s: string) => void, er
   const [index, ...words] = positionals;
   const query = words.join(' ').trim();
   if (!index || !query) throw new UsageError('lexembed search: give an index (or an output of lexembed embed) and a query, e.g. lexembed search contracts.index "termination for convenience"');
-  if (isIndexLocation(index)) return (await import('./search-index.ts')).searchIndexCommand(index, query, config, out);
+  if (isIndexLocation(index, config.remote)) return (await import('./search-index.ts')).searchIndexCommand(index, query, config, out, err);
   const indexOnly = (['offset', 'dense-only', 'sparse-only', 'file', 'document'] as const).filter((k) => config[k] !== SEARCH_DEFAULTS[k]);
   if (indexOnly.length) throw new UsageError(`lexembed search: --${indexOnly[0]} works on an index (lexembed index <folder> --index <where>), not on ${index}, an output of lexembed embed`);
   const meta = readMeta(index);
@@ -98,9 +109,13 @@ export async function searchCommand(args: string[], out: (s: string) => void, er
 
 const SEARCH_DEFAULTS = { offset: 0, 'dense-only': false, 'sparse-only': false, file: '', document: '' } as const;
 
-/** An index made by lexembed index: a postgres:// URL, or a folder (not a JSONL output file). */
-function isIndexLocation(location: string): boolean {
+/**
+ * An index made by lexembed index: a postgres:// URL, or a folder (not a JSONL output file); with
+ * --remote, also the name of one the server holds that is not here.
+ */
+function isIndexLocation(location: string, remote: string): boolean {
   if (isPostgresUrl(location)) return true;
+  if (remote && !existsSync(location) && !/\.jsonl$/i.test(location)) return true;
   return existsSync(location) && statSync(location).isDirectory();
 }
 

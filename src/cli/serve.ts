@@ -15,6 +15,10 @@ import { DEVICE_OPTIONS, deviceOptions } from './device-options.ts';
 import { describeOptions, flag, integerIn, nonNegativeInteger, parseOptions, positiveInteger, type OptionValues } from './options.ts';
 import { DEV_KEY_FILE, openServerStores, STORE_OPTIONS, storeDescription } from './store-options.ts';
 import { createMeter } from '../usage/meter.ts';
+import type { Embedder } from '../embedder/types.ts';
+import { IndexError, openIndex, type SearchIndex } from '../search-index/index.ts';
+import { checkNotInUse } from '../search-index/location.ts';
+import { UsageError } from './options.ts';
 
 const AUTO_OR_INT = 'must be "auto" or a positive integer';
 const DRAIN_ERROR = 'must be a number of seconds from 0 to 600';
@@ -95,6 +99,11 @@ export const SERVE_OPTIONS = {
     }),
     help: 'comma-separated origins browsers may call from, or * (default: CORS off)',
   },
+  index: {
+    env: 'LEXEMBED_INDEX',
+    default: '',
+    help: 'an index made by lexembed index (a folder or postgres:// URL) to serve POST /v1/search on, kept open with the model (lexembed search <index> --remote <this server> asks it); the index must have been made with --model',
+  },
   ...STORE_OPTIONS,
 };
 
@@ -103,7 +112,12 @@ export const SERVE_OPTIONS = {
 
 export const SERVE_USAGE = `Usage: lexembed serve [options]
 
-Serves POST /v1/embeddings (and GET /health, /docs) on a model folder.
+Serves POST /v1/embeddings (and GET /health, /docs) on a model folder; with --index, also
+POST /v1/search on that index, warm (the model and the index stay open):
+
+  lexembed serve --index contracts.index
+  lexembed search contracts.index "governing law" --remote http://127.0.0.1:8080/v1
+
 Every option can also be set by its environment variable.
 
 Options:
@@ -128,6 +142,7 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
 
   // A folder that is not a model folder is refused before the server listens (the load itself runs after).
   checkModelFolder(config.model);
+  if (config.index) refuseBusyIndex(config.index);
   const proxyMode = config.deployment === 'proxy';
   const host = config.host || (proxyMode ? '0.0.0.0' : '127.0.0.1');
   // Usage lives where the keys do; without keys there is no one to meter.
@@ -152,7 +167,9 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     hooks: { onBatch: metrics.observeBatch, onQueueDepth: metrics.setQueueDepth },
   });
   embedder.catch(() => {});
+  const index = config.index ? openServedIndex(config.index, embedder) : undefined;
   const app = createApp({
+    search: index,
     embedder,
     authenticate: store ? createStoreAuthenticator(store, { onStoreError: keyStoreErrorLog(logRecord) }) : undefined,
     usage: usageStore ? createMeter(usageStore, { onStoreError: usageStoreErrorLog(logRecord) }) : undefined,
@@ -171,20 +188,21 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
     onUnexpectedError: (error) => logRecord('error', { msg: 'unexpected error', error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }),
   });
   const server = await startServer(app, { port: config.port, host, docsUrl: config['docs-url'] || undefined });
-  log(`listening on ${server.url} (POST /v1/embeddings, GET /health)${store ? ` with API keys from the ${storeDescription(config)}` : ''}`);
-  const loaded = await Promise.race([embedder.then((e) => ({ e }), (error: Error) => ({ error })), stopped.then((signal) => ({ signal }))]);
-  if ('error' in loaded) {
-    err(`lexembed serve: cannot load the model: ${loaded.error.message}`);
-    await server.close();
+  log(`listening on ${server.url} (POST /v1/embeddings${index ? ', POST /v1/search' : ''}, GET /health)${store ? ` with API keys from the ${storeDescription(config)}` : ''}`);
+  // Everything opened, closed in reverse however the run ends.
+  const closeRest = async () => {
+    await (await index?.catch(() => undefined))?.close();
+    await (await embedder.catch(() => undefined))?.dispose();
     await usageStore?.close();
     await store?.close();
-    return 1;
-  }
-  if ('e' in loaded) {
-    metrics.setModelLoadSeconds((Date.now() - started) / 1000);
-    // The device line comes first: "model … loaded" is the line that says start-up is done.
-    if (loaded.e.runtime.deviceReason) logRecord('info', { msg: `device: ${loaded.e.runtime.deviceReason}`, device_requested: config.device });
-    log(`model "${loaded.e.modelName}" loaded from ${config.model} on ${loaded.e.runtime.backendName} in ${Date.now() - started} ms`);
+  };
+  const loaded = await Promise.race([embedder.then((e) => ({ e }), (error: Error) => ({ error })), stopped.then((signal) => ({ signal }))]);
+  const failure = 'error' in loaded ? `cannot load the model: ${loaded.error.message}` : 'e' in loaded ? await announceLoaded(loaded.e, { started, config, metrics, index, log, logRecord }) : null;
+  if (failure) {
+    err(`lexembed serve: ${failure}`);
+    await server.close();
+    await closeRest();
+    return 'error' in loaded ? 1 : 2;
   }
   const signal = await stopped;
   draining = true;
@@ -196,10 +214,45 @@ export async function serveCommand(args: string[], out: (s: string) => void, err
   const { unfinished } = await server.close(DRAIN_TIMEOUT_MS);
   if (unfinished) logRecord('error', { msg: `drain timed out: answered ${unfinished} unfinished request(s) with 503 Retry-After` });
   log('closed: every received request was answered');
-  await (await embedder.catch(() => undefined))?.dispose();
-  await usageStore?.close();
-  await store?.close();
+  await closeRest();
   return 0;
+}
+
+/** A folder index another process holds is refused before the model loads (a usage error, exit 2). */
+function refuseBusyIndex(location: string): void {
+  try {
+    checkNotInUse(location);
+  } catch (error) {
+    if (error instanceof IndexError) throw new UsageError(`lexembed serve: --index: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The index, opened (not made) once the model has loaded: it must be the model that made it. */
+function openServedIndex(location: string, embedder: Promise<Embedder>): Promise<SearchIndex> {
+  const index = embedder.then((e) => openIndex(location, { embedder: e, create: false }));
+  index.catch(() => {}); // announceLoaded reports it
+  return index;
+}
+
+/** Logs the loaded model and the opened index; what went wrong where the index cannot be opened. */
+async function announceLoaded(
+  e: Embedder,
+  { started, config, metrics, index, log, logRecord }: { started: number; config: OptionValues<typeof SERVE_OPTIONS>; metrics: ReturnType<typeof createServerMetrics>; index: Promise<SearchIndex> | undefined; log: (msg: string) => void; logRecord: (level: 'info', record: Record<string, unknown>) => void },
+): Promise<string | null> {
+  metrics.setModelLoadSeconds((Date.now() - started) / 1000);
+  // The device line comes first: "model … loaded" is the line that says start-up is done (or the index line, with --index).
+  if (e.runtime.deviceReason) logRecord('info', { msg: `device: ${e.runtime.deviceReason}`, device_requested: config.device });
+  log(`model "${e.modelName}" loaded from ${config.model} on ${e.runtime.backendName} in ${Date.now() - started} ms`);
+  if (!index) return null;
+  try {
+    const opened = await index;
+    const { files, passages } = await opened.stats();
+    log(`index ${opened.where} open: ${files} files, ${passages} passages (POST /v1/search)`);
+    return null;
+  } catch (error) {
+    return `--index: ${messageOf(error)}`;
+  }
 }
 
 /** Says how requests are authenticated; on a first start with an empty file store, makes the development key. */

@@ -1,6 +1,6 @@
 // The lexembed client: `new Lexembed().embeddings.create({...})`, on fetch, with no runtime
 // dependencies, for browsers, Node and edge runtimes.
-import type { EmbeddingRequestInput, EmbeddingResponse, RerankRequestInput, RerankResponse, SparseRequest, SparseResponse, TokenizeRequest, TokenizeResponse } from '../contract/index.ts';
+import type { EmbeddingRequestInput, EmbeddingResponse, RerankRequestInput, RerankResponse, SearchRequest, SearchResponse, SparseRequest, SparseResponse, TokenizeRequest, TokenizeResponse } from '../contract/index.ts';
 import { Transport, type APIPromise, type ClientOptions, type RequestOptions } from './core.ts';
 
 export * from './errors.ts';
@@ -82,10 +82,29 @@ export class Tokenize {
   }
 }
 
+/** The search request (an extension): the query, and optionally top, offset, mode, file, document, index. */
+export type SearchCreateParams = Pick<SearchRequest, 'query'> & Partial<Omit<SearchRequest, 'query'>>;
+export type { SearchResponse } from '../contract/index.ts';
+
+export class Search {
+  constructor(private readonly transport: Transport) {}
+
+  /**
+   * `POST /search`, on a server started with an index (lexembed serve --index): the best
+   * passages for the query, hybrid by default, each with its file, page and matching sentences.
+   * @example const { hits, next_offset } = await client.search.create({ query: 'governing law', top: 5 })
+   */
+  create(params: SearchCreateParams, options: RequestOptions = {}): APIPromise<SearchResponse> {
+    return this.transport.post<SearchResponse>('/search', params, options);
+  }
+}
+
 export class Lexembed {
   readonly embeddings: Embeddings;
   readonly rerankings: Rerankings;
   readonly tokenize: Tokenize;
+  /** The server's index, where it holds one: `client.search.create({ query })`. */
+  readonly search: Search;
   private readonly transport: Transport;
 
   constructor(options: ClientOptions = {}) {
@@ -93,6 +112,7 @@ export class Lexembed {
     this.embeddings = new Embeddings(this.transport);
     this.rerankings = new Rerankings(this.transport);
     this.tokenize = new Tokenize(this.transport);
+    this.search = new Search(this.transport);
   }
 
   get baseURL(): string {

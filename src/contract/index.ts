@@ -12,3 +12,4 @@ export * from './tokenize.ts';
 export * from './chunking.ts';
 export * from './rerank.ts';
 export * from './sparse.ts';
+export * from './search.ts';

@@ -13,10 +13,11 @@ import { allowedMethods, COMMON_HEADERS, dispatcher, FINGERPRINT_HEADER, MODEL_I
 import { openAIErrorResponse, problemResponse } from './problem-response.ts';
 import { RAW_TARGET } from './raw-target.ts';
 import type { Env } from './request-state.ts';
-import { documentRoutes, notServed, operationRoutes, probeRoutes, proxyRoutes } from './route-table.ts';
+import { documentRoutes, notServed, operationRoutes, probeRoutes, proxyRoutes, searchRoute } from './route-table.ts';
 import type { Route } from './routes.ts';
 import type { Authenticate } from '../auth/records.ts';
 import type { Meter } from '../usage/meter.ts';
+import type { Searcher } from '../operations/index.ts';
 
 export type { Authenticate, Resource } from '../auth/records.ts';
 export type { AppMetrics, RequestLogRecord } from './observe.ts';
@@ -54,6 +55,8 @@ export interface AppOptions {
    * operation is admitted, charged its input tokens and, when answered 200, recorded.
    */
   readonly usage?: Meter;
+  /** A search index (lexembed serve --index): adds POST /v1/search; a promise while it opens. */
+  readonly search?: Searcher | Promise<Searcher>;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -78,6 +81,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   const pipeline: Pipeline = { authenticate, usage: proxyMode ? undefined : options.usage, state, maxBodyBytes, fail };
   const table: Route[] = [
     ...operationRoutes(),
+    ...(options.search && !proxyMode ? [searchRoute(options.search)] : []),
     ...probeRoutes(state, options.readiness),
     ...(proxyMode ? proxyRoutes(state, createInvocationsHandler({ dispatch: (request, s) => dispatch(request, s), maxBodyBytes, fail })) : []),
     ...documentRoutes(() => (openApiDoc ??= buildDocument()), options.metrics),

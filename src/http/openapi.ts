@@ -13,6 +13,8 @@ import {
   RerankResponseSchema,
   createRerankRequestSchema,
   createSparseRequestSchema,
+  createSearchRequestSchema,
+  SearchResponseSchema,
   SparseResponseSchema,
   PROBLEM_CATALOGUE,
   PROBLEM_CONTENT_TYPE,
@@ -141,6 +143,9 @@ export function buildOpenApiDocument(options: OpenApiOptions): Json {
         OpenAIError: jsonSchema(OpenAIErrorSchema),
         ...(options.rerankModelName
           ? { RerankRequest: jsonSchema(createRerankRequestSchema(options.rerankModelName), 'input'), RerankResponse: jsonSchema(RerankResponseSchema) }
+          : {}),
+        ...(options.routes.some((r) => r.body === 'SearchRequest')
+          ? { SearchRequest: jsonSchema(createSearchRequestSchema(options.modelName), 'input'), SearchResponse: jsonSchema(SearchResponseSchema) }
           : {}),
         ...(options.routes.some((r) => r.body === 'SparseEmbeddingRequest')
           ? { SparseEmbeddingRequest: jsonSchema(createSparseRequestSchema(options.modelName), 'input'), SparseEmbeddingResponse: jsonSchema(SparseResponseSchema) }

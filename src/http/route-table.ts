@@ -2,7 +2,7 @@
 // what answers it, grouped by job. The pipeline serves them (pipeline.ts) and /openapi.json is built
 // from the same rows, so a route cannot be served undocumented or documented unserved.
 import { MAX_OPENAI_INPUTS, MAX_TEXTS_PER_REQUEST, OPENAI_PREFIX, problem } from '../contract/index.ts';
-import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createSparseEmbeddings, createTokenization, listOpenAIModels } from '../operations/index.ts';
+import { createEmbeddings, createOpenAIEmbeddings, createRerankings, createSearch, createSparseEmbeddings, createTokenization, listOpenAIModels, type Searcher } from '../operations/index.ts';
 import type { Resource } from '../auth/records.ts';
 import { renderDocsPage } from './docs-page.ts';
 import { renderErrorsPage } from './errors-page.ts';
@@ -93,6 +93,25 @@ export function operationRoutes(): Route[] {
     ...OTHER_OPERATIONS.map(({ path, resource }) => notServed(path, resource)),
     ...openaiRoutes(),
   ];
+}
+
+/** POST /v1/search: served where the server holds an index (lexembed serve --index). */
+export function searchRoute(searcher: Searcher | Promise<Searcher>): Route {
+  return {
+    method: 'POST',
+    path: '/v1/search',
+    operationId: 'search',
+    meter: 'embeddings',
+    summary: "Search the server's index (an extension, with lexembed serve --index): the best passages for a query, hybrid by default, each with its file, page and matching sentences",
+    tags: ['search'],
+    resource: 'embeddings',
+    body: 'SearchRequest',
+    ok: { description: 'The passages, best first, and the offset of the next page', json: 'SearchResponse' },
+    problems: ['validation', 'notFound', ...BODY_PROBLEMS],
+    operation: true,
+    run: createSearch(searcher),
+    maxTexts: 1,
+  };
 }
 
 /** The OpenAI-compatible routes: embeddings and the model list, errors in OpenAI's shape. */

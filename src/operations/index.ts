@@ -7,3 +7,4 @@ export { createRerankings, rerankNotServed } from './rerankings.ts';
 export { createTokenization } from './tokenize.ts';
 export { createOpenAIEmbeddings, listOpenAIModels } from './openai.ts';
 export { createSparseEmbeddings, sparseNotServed } from './sparse.ts';
+export { createSearch, type Searcher } from './search.ts';

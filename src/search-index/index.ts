@@ -6,7 +6,7 @@
 //   await index.update(['contracts/']);          // { added: [...], changed: [], ..., unchanged: 25 }
 //   const hits = await index.search('governing law of the supply agreement', { top: 5 });
 //   await index.close();
-import type { Embedder } from '../embedder/types.ts';
+import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, type IndexModel } from './model.ts';
@@ -40,7 +40,8 @@ export interface SearchIndex {
   readonly engine: 'pglite' | 'postgres';
   /** Indexes what is new, changed, renamed or gone under `inputs` (folders or files). */
   update(inputs: readonly string[], onEvent?: (e: UpdateEvent) => void): Promise<UpdateReport>;
-  search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
+  /** The best passages for `query`; `embed` carries a server request's signal and lease to the query's embedding. */
+  search(query: string, options?: SearchOptions, embed?: EmbedOptions): Promise<SearchHit[]>;
   /** A passage by its id (SearchHit.passageId) with up to `neighbours` passages of its file before and after it, in order; null if there is none. */
   passage(id: string, neighbours?: number): Promise<{ passage: SearchHit; before: SearchHit[]; after: SearchHit[] } | null>;
   /** Counts of files and passages. */
@@ -81,7 +82,7 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       await settleWrites(sql);
       return report;
     },
-    async search(query, options) {
+    async search(query, options, embed) {
       const settings = current();
       if (!settings) throw new IndexError(`the index at ${sql.where} is empty: add documents with lexembed index <folder> --index ${sql.where}`);
       if (!/\S/.test(query)) throw new IndexError('the query is empty: give a question or words to search for');
@@ -90,7 +91,7 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       const offset = options?.offset ?? 0;
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
-      return searchPassages(sql, await model.embedQuery(query), settings.vocabularySize, { ...options, top, offset });
+      return searchPassages(sql, await model.embedQuery(query, embed), settings.vocabularySize, { ...options, top, offset });
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);

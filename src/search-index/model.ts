@@ -5,7 +5,7 @@ import { PROBLEM_CATALOGUE, type Result } from '../contract/index.ts';
 import { INT8_SCALE_PER_SQRT_DIM, quantizeVector } from '../contract/vectors.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
 import type { SparseVector } from '../embedder/sparse.ts';
-import type { Embedder } from '../embedder/types.ts';
+import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { IndexError, type IndexSettings } from './schema.ts';
 
 export interface IndexModel {
@@ -15,7 +15,7 @@ export interface IndexModel {
   /** Passages as `retrieval/document`: full-width unit vectors, and `relative` sparse vectors (the store applies the corpus's idf). */
   embedPassages(texts: readonly string[]): Promise<{ dense: Float32Array[]; sparse: SparseVector[] }>;
   /** A query as `retrieval/query`: its unit vector and its `tf` sparse vector (query neighbours included). */
-  embedQuery(text: string): Promise<{ dense: Float32Array; sparse: SparseVector }>;
+  embedQuery(text: string, options?: EmbedOptions): Promise<{ dense: Float32Array; sparse: SparseVector }>;
 }
 
 /** The index's view of a loaded model; an IndexError where the model has no sparse vectors. */
@@ -24,7 +24,7 @@ export function indexModelOf(embedder: Embedder): IndexModel {
   if (!sparse) throw new IndexError(`model ${embedder.settings.id ?? embedder.modelName} has no sparse vectors (its lexembed.json has no "sparse" table), which an index's hybrid search needs: use a bundled model folder`);
   const unwrap = <T>(result: Result<T>, what: string): T => {
     if (result.ok) return result.value;
-    throw new IndexError(`${what}: ${result.problem.detail ?? PROBLEM_CATALOGUE[result.problem.code].title}`);
+    throw new IndexError(`${what}: ${result.problem.detail ?? PROBLEM_CATALOGUE[result.problem.code].title}`, result.problem);
   };
   return {
     settings: {
@@ -40,9 +40,10 @@ export function indexModelOf(embedder: Embedder): IndexModel {
       const lexical = unwrap(await sparse.embed({ ...input, weighting: 'relative' }), 'cannot make the passages\' sparse vectors');
       return { dense: dense.vectors, sparse: lexical.vectors };
     },
-    async embedQuery(text) {
+    async embedQuery(text, options) {
       const input = { texts: [text], task: 'retrieval/query' as const, overflowStrategy: null };
-      const dense = unwrap(await embedder.embed({ ...input, dimensions: null }), 'the query cannot be embedded');
+      // A server request's lease goes to the dense embedding only: it admits and meters the query once.
+      const dense = unwrap(await embedder.embed({ ...input, dimensions: null }, options), 'the query cannot be embedded');
       const lexical = unwrap(await sparse.embed({ ...input, weighting: 'tf' }), 'the query cannot be embedded');
       return { dense: dense.vectors[0]!, sparse: lexical.vectors[0]! };
     },

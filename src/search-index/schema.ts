@@ -9,6 +9,7 @@
 //                      counts the passages
 // A file's passages, its row and the counts change in one transaction, so an interrupted run
 // leaves whole files.
+import type { Problem } from '../contract/index.ts';
 import type { Sql, SqlQuery } from './sql.ts';
 
 /** Bumped when the tables change shape; an index made by a newer lexembed is refused, not misread. */
@@ -25,6 +26,13 @@ export interface IndexSettings {
 /** Why an index cannot be used, with what to do: the CLI prints it and exits 2. */
 export class IndexError extends Error {
   override readonly name = 'IndexError';
+  /** The model's problem where the model refused (a server answers it as it is: a full queue stays a 503). */
+  readonly problem?: Problem;
+
+  constructor(message: string, problem?: Problem) {
+    super(message);
+    if (problem) this.problem = problem;
+  }
 }
 
 /** The passage count's row in lexembed_terms. */
