@@ -19,6 +19,7 @@ const UNIT = [
   'tests/ecosystem/vector-store.test.ts',
   'tests/documents/**/*.test.ts',
   'tests/search-index/excerpt.test.ts',
+  'tests/search-index/context.test.ts',
 ];
 
 const IMAGE = ['tests/image/**/*.test.ts'];

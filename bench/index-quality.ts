@@ -64,7 +64,7 @@ for (const task of values.tasks!.split(',')) {
     sparse.push(...v.sparse);
     await sql.transaction(async (tx) => {
       for (const [j, r] of batch.entries()) {
-        await insertFile(tx, { root: task, path: r.id, sha256: '-', bytes: r.text.length, unit: null }, [{ chunk: 0, start: 0, end: r.text.length, unitFirst: null, unitLast: null, body: r.text, dense: v.dense[j]!, sparse: v.sparse[j]! }], settings.vocabularySize);
+        await insertFile(tx, { root: task, path: r.id, sha256: '-', bytes: r.text.length, unit: null, context: '', contextSparse: { indices: [], values: [] } }, [{ chunk: 0, start: 0, end: r.text.length, unitFirst: null, unitLast: null, body: r.text, dense: v.dense[j]!, sparse: v.sparse[j]! }], settings.vocabularySize);
       }
     });
   }

@@ -73,7 +73,7 @@ async function fill(sql: Sql, from: number, to: number, onBatch?: (seconds: numb
   for (let at = from; at < to; at += 1000) {
     const passages = Array.from({ length: Math.min(1000, to - at) }, (_, j) => syntheticPassage(at + j));
     const started = performance.now();
-    await sql.transaction((tx) => insertFile(tx, { root: 'bench', path: `part-${at}`, sha256: '-', bytes: 0, unit: null }, passages, settings.vocabularySize));
+    await sql.transaction((tx) => insertFile(tx, { root: 'bench', path: `part-${at}`, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, passages, settings.vocabularySize));
     onBatch?.((performance.now() - started) / 1000, at + passages.length);
   }
   await settleWrites(sql);

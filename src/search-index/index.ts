@@ -10,7 +10,9 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, type IndexModel } from './model.ts';
-import { checkSameVectors, ensureSchema, IndexError, readSettings, type IndexSettings } from './schema.ts';
+import { contextOf } from './context.ts';
+import { sparsevecLiteral } from './model.ts';
+import { addFileContexts, checkSameVectors, ensureSchema, IndexError, readSettings, SCHEMA_VERSION, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
@@ -54,11 +56,19 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
   const model = indexModelOf(options.embedder);
   const sql = await openLocation(location, { create: options.create ?? true });
   try {
-    let settings: IndexSettings | null = await readSettings(sql, sql.where);
+    const found = await readSettings(sql, sql.where);
+    let settings: IndexSettings | null = found;
+    // Format 1 has no document contexts: searches go without them until a writer adds them.
+    let version = found?.schemaVersion ?? SCHEMA_VERSION;
     if (settings) checkSameVectors(settings, { ...model.settings, chunkTokens: settings.chunkTokens }, sql.where);
     else if (options.create === false) throw new IndexError(`no index at ${sql.where}: make one with lexembed index <folder of documents> --index ${location}`);
-    return handle(sql, model, () => settings, async () => {
-      if (settings) return settings;
+    const current = () => (settings ? { settings, contexts: version >= 2 } : null);
+    return handle(sql, model, current, async () => {
+      if (settings) {
+        if (version < 2) await addFileContexts(sql, contextOf, async (texts) => (await model.sparseOf(texts, 'relative')).map((v) => sparsevecLiteral(v, settings!.vocabularySize)), settings.vocabularySize);
+        version = SCHEMA_VERSION;
+        return settings;
+      }
       const made = { ...model.settings, chunkTokens: options.chunkTokens ?? DEFAULT_CHUNK_TOKENS };
       if (made.chunkTokens > model.maxChunkTokens) throw new IndexError(`--chunk-tokens ${made.chunkTokens} is more than the model reads of a passage (${model.maxChunkTokens})`);
       await ensureSchema(sql, made, LEXEMBED_VERSION);
@@ -71,7 +81,7 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
   }
 }
 
-function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null, made: () => Promise<IndexSettings>): SearchIndex {
+function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSettings; contexts: boolean } | null, made: () => Promise<IndexSettings>): SearchIndex {
   return {
     where: sql.where,
     engine: sql.engine,
@@ -83,15 +93,15 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       return report;
     },
     async search(query, options, embed) {
-      const settings = current();
-      if (!settings) throw new IndexError(`the index at ${sql.where} is empty: add documents with lexembed index <folder> --index ${sql.where}`);
+      const now = current();
+      if (!now) throw new IndexError(`the index at ${sql.where} is empty: add documents with lexembed index <folder> --index ${sql.where}`);
       if (!/\S/.test(query)) throw new IndexError('the query is empty: give a question or words to search for');
       if (query.length > MAX_QUERY_CHARACTERS) throw new IndexError(`the query has ${query.length.toLocaleString('en')} characters; a query is searched as one text of at most ${MAX_QUERY_CHARACTERS.toLocaleString('en')}: ask with its key words or a sentence`);
       const top = options?.top ?? 10;
       const offset = options?.offset ?? 0;
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
-      return searchPassages(sql, await model.embedQuery(query, embed), settings.vocabularySize, { ...options, top, offset });
+      return searchPassages(sql, await model.embedQuery(query, embed), now.settings.vocabularySize, { ...options, top, offset }, now.contexts);
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
@@ -108,7 +118,7 @@ function handle(sql: Sql, model: IndexModel, current: () => IndexSettings | null
       return { passage: hits[at]!, before: hits.slice(0, at), after: hits.slice(at + 1) };
     },
     async stats() {
-      const settings = current();
+      const settings = current()?.settings;
       if (!settings) return { files: 0, passages: 0, settings: null };
       const [row] = await sql.query<{ files: number; passages: number }>(`select (select count(*) from lexembed_files)::int as files, (select df from lexembed_terms where term = -1)::int as passages`);
       return { files: row?.files ?? 0, passages: row?.passages ?? 0, settings };

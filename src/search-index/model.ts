@@ -16,6 +16,8 @@ export interface IndexModel {
   embedPassages(texts: readonly string[]): Promise<{ dense: Float32Array[]; sparse: SparseVector[] }>;
   /** A query as `retrieval/query`: its unit vector and its `tf` sparse vector (query neighbours included). */
   embedQuery(text: string, options?: EmbedOptions): Promise<{ dense: Float32Array; sparse: SparseVector }>;
+  /** Sparse vectors alone (no model runs): `relative` for a document's context, `tf` for words of a query. */
+  sparseOf(texts: readonly string[], weighting: 'relative' | 'tf'): Promise<SparseVector[]>;
 }
 
 /** The index's view of a loaded model; an IndexError where the model has no sparse vectors. */
@@ -46,6 +48,11 @@ export function indexModelOf(embedder: Embedder): IndexModel {
       const dense = unwrap(await embedder.embed({ ...input, dimensions: null }, options), 'the query cannot be embedded');
       const lexical = unwrap(await sparse.embed({ ...input, weighting: 'tf' }), 'the query cannot be embedded');
       return { dense: dense.vectors[0]!, sparse: lexical.vectors[0]! };
+    },
+    async sparseOf(texts, weighting) {
+      if (!texts.length) return [];
+      const task = weighting === 'tf' ? null : ('retrieval/document' as const);
+      return unwrap(await sparse.embed({ texts, task, overflowStrategy: 'drop_end', weighting }), 'cannot make sparse vectors').vectors;
     },
   };
 }

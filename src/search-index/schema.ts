@@ -1,7 +1,9 @@
 // The index's tables and what it records about itself, the same in PGlite and PostgreSQL:
 //   lexembed_index     one row: the schema version, the model that made the vectors (name, id,
 //                      fingerprint), the dense width, the sparse vocabulary size, the chunk size
-//   lexembed_files     one row per indexed file: root + path, content hash, its terms' counts
+//   lexembed_files     one row per indexed file: root + path, content hash, its terms' counts, its
+//                      context (the opening lines that name it: title, parties) with their sparse
+//                      vector, so a question that names a document can be scoped to it
 //   lexembed_passages  one row per chunk: text, offsets, page/paragraph/line, the dense vector as
 //                      bits (for the HNSW candidate search) and int8 (for rescoring), the sparse vector
 //                      (with a GIN index of its terms: the sparse side's inverted index)
@@ -13,7 +15,7 @@ import type { Problem } from '../contract/index.ts';
 import type { Sql, SqlQuery } from './sql.ts';
 
 /** Bumped when the tables change shape; an index made by a newer lexembed is refused, not misread. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Which vectors an index holds: it only answers queries embedded the same way. */
 export interface IndexSettings {
@@ -61,7 +63,7 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
     await tx.query(`create table lexembed_files (
       id serial primary key, root text not null, path text not null, sha256 text not null, bytes bigint not null,
       unit text, passages int not null, terms int[] not null, term_counts int[] not null,
-      indexed_at timestamptz not null default now(), unique (root, path))`);
+      indexed_at timestamptz not null default now(), context text, context_sparse sparsevec(${settings.vocabularySize}), unique (root, path))`);
     await tx.query(`create table lexembed_passages (
       id bigserial primary key, file_id int not null references lexembed_files(id) on delete cascade,
       chunk int not null, start_offset int not null, end_offset int not null, unit_first int, unit_last int,
@@ -76,6 +78,27 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
     await tx.query('create index lexembed_passages_terms on lexembed_passages using gin (lexembed_sparse_terms(sparse))');
     await tx.query('create table lexembed_terms (term int primary key, df int not null)');
     await tx.query('insert into lexembed_terms values ($1, 0)', [PASSAGES_ROW]);
+  });
+}
+
+/**
+ * Brings an index of format 1 to 2: each file's context (its opening lines, from its first
+ * passage's text) and their sparse vector, in one transaction; nothing is embedded again.
+ */
+export async function addFileContexts(sql: Sql, contextOf: (firstPassage: string) => string, sparseOf: (texts: readonly string[]) => Promise<string[]>, vocabularySize: number): Promise<void> {
+  await sql.transaction(async (tx) => {
+    await tx.query(`alter table lexembed_files add column if not exists context text, add column if not exists context_sparse sparsevec(${vocabularySize})`);
+    const rows = await tx.query<{ id: number; body: string }>('select f.id, p.body from lexembed_files f join lexembed_passages p on p.file_id = f.id and p.chunk = 0 order by f.id');
+    for (let at = 0; at < rows.length; at += 200) {
+      const some = rows.slice(at, at + 200);
+      const contexts = some.map((r) => contextOf(r.body));
+      const vectors = await sparseOf(contexts);
+      await tx.query(
+        `update lexembed_files f set context = t.c, context_sparse = t.v::sparsevec from unnest($1::int[], $2::text[], $3::text[]) as t(id, c, v) where f.id = t.id`,
+        [some.map((r) => r.id), contexts, vectors],
+      );
+    }
+    await tx.query('update lexembed_index set schema_version = $1', [SCHEMA_VERSION]);
   });
 }
 

@@ -6,6 +6,7 @@
 // vectors. --dense-only / --sparse-only keep one list.
 import type { SparseVector } from '../embedder/sparse.ts';
 import { cosineInt8, signBits, sparsevecLiteral } from './model.ts';
+import { namedFiles, withoutTerms, type NamedFile } from './context.ts';
 import { corpusCounts, type CorpusCounts } from './store.ts';
 import type { SqlQuery } from './sql.ts';
 
@@ -22,6 +23,12 @@ export interface SearchOptions {
   readonly file?: string;
   /** Only the file with exactly this path. */
   readonly document?: string;
+  /**
+   * Whether a question that names a document (its title, its parties: the document's opening
+   * lines) is scored as asked of that document (default true); false ranks passages by their own
+   * text alone. Dense-only searches and searches within one --document never use it.
+   */
+  readonly documentContext?: boolean;
 }
 
 /** One passage found, with where it is and its scores. */
@@ -69,8 +76,14 @@ interface Scored {
   readonly score: number;
 }
 
-/** The ranked passages for an embedded query. */
-export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T> }, query: { dense: Float32Array; sparse: SparseVector }, vocabularySize: number, options: SearchOptions = {}): Promise<SearchHit[]> {
+/** The ranked passages for an embedded query; `contexts`: the index keeps its files' contexts (format 2). */
+export async function searchPassages(
+  sql: { transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T> },
+  query: { dense: Float32Array; sparse: SparseVector },
+  vocabularySize: number,
+  options: SearchOptions = {},
+  contexts = true,
+): Promise<SearchHit[]> {
   const top = options.top ?? 10;
   const offset = options.offset ?? 0;
   const mode = options.mode ?? 'hybrid';
@@ -78,8 +91,12 @@ export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) 
   return sql.transaction(async (tx) => {
     // One read of the counts serves both lists: the passage count and the query terms' df.
     const counts = await corpusCounts(tx, mode === 'dense' ? [] : query.sparse.indices);
-    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, 1));
-    const sparse = mode === 'dense' ? null : await sparseList(tx, query.sparse, counts, vocabularySize, length, fileFilter(options, 2));
+    const idf = idfOf(counts);
+    const weighted = sparsevecLiteral(query.sparse, vocabularySize, idf);
+    const scoped = contexts && mode !== 'dense' && !options.document && options.documentContext !== false;
+    const named = scoped ? await namedFiles(tx, weighted, query.sparse, fileClause(options, 1)) : [];
+    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, 1), named);
+    const sparse = mode === 'dense' ? null : await sparseList(tx, { query: query.sparse, weighted, idf, vocabularySize, counts, named }, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
     const page = fused.slice(offset, offset + top);
@@ -97,6 +114,14 @@ export async function searchPassages(sql: { transaction<T>(work: (tx: SqlQuery) 
       return r ? [{ ...hitOf(r, offset + i + 1, s.score), dense: denseOf.get(s.id) ?? null, sparse: sparseOf.get(s.id) ?? null }] : [];
     });
   });
+}
+
+/** BM25's idf of a term from the corpus counts; 0 for a term no passage holds (left out of the vector). */
+function idfOf({ passages, df }: CorpusCounts): (term: number) => number {
+  return (term) => {
+    const n = df.get(term) ?? 0;
+    return n === 0 ? 0 : Math.log(1 + (passages - n + 0.5) / (n + 0.5));
+  };
 }
 
 /** What a query reads of a passage (`p`) and its file (`f`) to make a hit of it: a PassageRow. */
@@ -138,6 +163,12 @@ interface Filter {
   readonly params: unknown[];
 }
 
+/** The file filters as a condition on `f` (lexembed_files), parameters numbered after the query's `first` ones. */
+function fileClause(options: SearchOptions, first: number): { clause: string; params: unknown[] } {
+  const { where, params } = fileFilter(options, first);
+  return { clause: where.replace(/^where /, ''), params };
+}
+
 /** SQL for the file filters; their parameters numbered after the query's `first` ones. */
 function fileFilter(options: SearchOptions, first: number): Filter {
   const clauses: string[] = [];
@@ -172,7 +203,7 @@ export function globToRegex(glob: string): string {
   return `^${out}$`;
 }
 
-async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages: number, filter: Filter): Promise<Scored[]> {
+async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages: number, filter: Filter, named: readonly NamedFile[]): Promise<Scored[]> {
   const shortlist = length * BINARY_SHORTLIST_FACTOR;
   // HNSW returns at most ef_search rows; with a filter, pgvector scans on until enough pass it.
   // A small index is scanned whole instead (exact), as the planner is told.
@@ -186,25 +217,42 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
     [signBits(q), ...filter.params],
   );
   await tx.query(`select set_config('enable_indexscan', 'on', true)`);
-  const scored = rows.map((r) => {
+  // The documents the question names are candidates whole (their passages' bits scanned exactly).
+  if (named.length) {
+    rows.push(
+      ...(await tx.query<{ id: string; d: string }>(
+        `select p.id::text as id, encode(p.dense, 'base64') as d from lexembed_passages p where p.file_id = any($2::int[])
+         order by p.bits <~> $1::bit(${q.length}) limit ${shortlist}`,
+        [signBits(q), named.map((n) => n.id)],
+      )),
+    );
+  }
+  const scored = new Map<string, number>();
+  for (const r of rows) {
     const bytes = Buffer.from(r.d, 'base64');
-    return { id: r.id, score: cosineInt8(q, new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length)) };
-  });
-  return scored.sort((a, b) => b.score - a.score).slice(0, length);
+    scored.set(r.id, cosineInt8(q, new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length)));
+  }
+  return [...scored].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score).slice(0, length);
+}
+
+/** What the sparse list is made from: the query, idf-weighted, and the documents it names. */
+interface SparseQuery {
+  readonly query: SparseVector;
+  readonly weighted: string;
+  readonly idf: (term: number) => number;
+  readonly vocabularySize: number;
+  readonly counts: CorpusCounts;
+  readonly named: readonly NamedFile[];
 }
 
 /**
  * The sparse top `length`: passages that hold one of the query's selective terms (the GIN index
- * finds them), scored exactly by the whole idf-weighted query.
+ * finds them), scored exactly by the whole idf-weighted query. A named document's passages are
+ * scored instead by the query less the terms its context holds, plus the context's score.
  */
-async function sparseList(tx: SqlQuery, q: SparseVector, counts: CorpusCounts, vocabularySize: number, length: number, filter: Filter): Promise<Scored[]> {
-  const { passages, df } = counts;
-  // A term no passage holds scores nothing (weight 0: left out of the vector).
-  const idf = (term: number) => {
-    const n = df.get(term) ?? 0;
-    return n === 0 ? 0 : Math.log(1 + (passages - n + 0.5) / (n + 0.5));
-  };
-  const held = q.indices.filter((term) => (df.get(term) ?? 0) > 0).map((term) => ({ term, df: df.get(term)! }));
+async function sparseList(tx: SqlQuery, s: SparseQuery, length: number, filter: Filter): Promise<Scored[]> {
+  const { passages, df } = s.counts;
+  const held = s.query.indices.filter((term) => (df.get(term) ?? 0) > 0).map((term) => ({ term, df: df.get(term)! }));
   if (!held.length) return [];
   // Rarest first, while their passages stay within the budget: a term in more than 1/SELECTIVE_SHARE
   // of the passages adds little to a score and would make the candidates most of the index.
@@ -216,14 +264,23 @@ async function sparseList(tx: SqlQuery, q: SparseVector, counts: CorpusCounts, v
     finders.push(w.term);
     reached += w.df;
   }
-  const vector = sparsevecLiteral(q, vocabularySize, idf);
-  const rows = await tx.query<{ id: string; s: number }>(
-    `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p ${filter.join}
+  const rows = await tx.query<{ id: string; file: number; s: number }>(
+    `select p.id::text as id, p.file_id as file, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p ${filter.join}
      where lexembed_sparse_terms(p.sparse) && $2::int[] ${filter.where.replace(/^where /, 'and ')}
      order by p.sparse <#> $1::sparsevec limit ${length}`,
-    [vector, finders, ...filter.params],
+    [s.weighted, finders, ...filter.params],
   );
-  return rows.filter((r) => r.s > 0).map((r) => ({ id: r.id, score: Number(r.s) }));
+  const named = new Set(s.named.map((n) => n.id));
+  const scored = rows.filter((r) => r.s > 0 && !named.has(r.file)).map((r) => ({ id: r.id, score: Number(r.s) }));
+  for (const file of s.named) {
+    const rest = sparsevecLiteral(withoutTerms(s.query, file.terms), s.vocabularySize, s.idf);
+    const own = await tx.query<{ id: string; s: number }>(
+      `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p where p.file_id = $2 order by p.sparse <#> $1::sparsevec limit ${length}`,
+      [rest, file.id],
+    );
+    scored.push(...own.map((r) => ({ id: r.id, score: Number(r.s) + file.score })));
+  }
+  return scored.sort((a, b) => b.score - a.score).slice(0, length);
 }
 
 /** DBSF: each list's scores rescaled by mean ± 3 sd, summed; a passage outside a list gets 0 from it. */

@@ -3,6 +3,8 @@
 // PostgreSQL server with pgvector (`postgres://…`, the `pg` driver: a team's server, Citus). Both
 // run the same SQL (schema.ts, store.ts), so the embedded index and the server one answer alike.
 
+import { statfsSync } from 'node:fs';
+
 /** A connection to the index's database: plain queries and one transaction at a time. */
 export interface Sql {
   /** pglite (a folder) or postgres (a server). */
@@ -17,6 +19,8 @@ export interface Sql {
    * (PostgreSQL: a session advisory lock; a PGlite folder is locked whole when it is opened).
    */
   tryWriterLock(): Promise<boolean>;
+  /** Bytes free on the disk that holds a folder index (null for a server: it reports a full disk itself). */
+  freeBytes(): number | null;
   close(): Promise<void>;
 }
 
@@ -36,6 +40,10 @@ export async function openPglite(folder: string, where = folder): Promise<Sql> {
     query: async (text, params) => (await db.query(text, params as unknown[])).rows as never,
     transaction: (work) => db.transaction((tx) => work({ query: async (text, params) => (await tx.query(text, params as unknown[])).rows as never })),
     tryWriterLock: async () => true,
+    freeBytes: () => {
+      const disk = statfsSync(folder);
+      return disk.bavail * disk.bsize;
+    },
     close: () => db.close(),
   };
 }
@@ -74,6 +82,7 @@ export async function openPostgres(url: string): Promise<Sql> {
           throw error;
         }
       }),
+    freeBytes: () => null,
     async tryWriterLock() {
       if (!locked) locked = (await serial(() => query(`select pg_try_advisory_lock(hashtext('lexembed_index')) as ok`)))[0]?.ok === true;
       return locked;

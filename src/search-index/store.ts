@@ -43,13 +43,18 @@ export async function renameFile(tx: SqlQuery, fileId: number, root: string, pat
 }
 
 /** Stores a file with its passages (in the caller's transaction) and adds them to the corpus counts. */
-export async function insertFile(tx: SqlQuery, file: { root: string; path: string; sha256: string; bytes: number; unit: string | null }, passages: readonly NewPassage[], vocabularySize: number): Promise<void> {
+export async function insertFile(
+  tx: SqlQuery,
+  file: { root: string; path: string; sha256: string; bytes: number; unit: string | null; context: string; contextSparse: SparseVector },
+  passages: readonly NewPassage[],
+  vocabularySize: number,
+): Promise<void> {
   const df = new Map<number, number>();
   for (const p of passages) for (const t of p.sparse.indices) df.set(t, (df.get(t) ?? 0) + 1);
   const terms = [...df.keys()].sort((a, b) => a - b);
   const [row] = await tx.query<{ id: number }>(
-    'insert into lexembed_files (root, path, sha256, bytes, unit, passages, terms, term_counts) values ($1, $2, $3, $4, $5, $6, $7, $8) returning id',
-    [file.root, file.path, file.sha256, file.bytes, file.unit, passages.length, terms, terms.map((t) => df.get(t)!)],
+    'insert into lexembed_files (root, path, sha256, bytes, unit, passages, terms, term_counts, context, context_sparse) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::sparsevec) returning id',
+    [file.root, file.path, file.sha256, file.bytes, file.unit, passages.length, terms, terms.map((t) => df.get(t)!), file.context, sparsevecLiteral(file.contextSparse, vocabularySize)],
   );
   // Rows go in a few hundred at a time: one statement each, the vectors as text PostgreSQL casts.
   for (let at = 0; at < passages.length; at += 200) {

@@ -56,8 +56,8 @@ describe('lexembed serve --index, and lexembed search --remote', () => {
       expect(answered.code, answered.stderr).toBe(0);
       expect(answered.stderr).toMatch(/does not answer yet; waiting for it, up to 60 s \(--wait\)/);
       const [a, b] = [JSON.parse(local.stdout), JSON.parse(answered.stdout)] as { passageId: string; file: string; score: number; excerpt: string }[][];
-      expect(b.map((h) => [h.passageId, h.file, h.score.toFixed(4)])).toEqual(a!.map((h) => [h.passageId, h.file, h.score.toFixed(4)]));
-      expect(b[0]!.excerpt).toMatch(/GOVERNING LAW/);
+      expect(b!.map((h) => [h.passageId, h.file, h.score.toFixed(4)])).toEqual(a!.map((h) => [h.passageId, h.file, h.score.toFixed(4)]));
+      expect(b![0]!.excerpt).toMatch(/GOVERNING LAW/);
     } finally {
       child.kill('SIGTERM');
     }

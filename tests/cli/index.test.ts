@@ -2,8 +2,8 @@
 // processes, the static bundled model, PGlite in a folder): the summary a second run prints, the
 // excerpt at the clause, exit status 2 for what the user must fix, a kill -9 mid-run that the
 // next run finishes with nothing lost or doubled, and a second writer refused while one runs.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,5 +143,45 @@ describe('lexembed index, then lexembed search', () => {
     expect(run.stdout).toMatch(/added 2, .* failed 1/);
     expect(run.stdout).toMatch(/not indexed: broken\.pdf: .*PDF/);
     expect(run.stdout).toMatch(/left out 1 file\(s\) that are not PDF, DOCX, TXT or Markdown .*old\.doc/);
+  }, SLOW_MS);
+
+  // A real small disk (tmpfs) needs root to mount; elsewhere this case is skipped, and says so.
+  const canMount = process.getuid?.() === 0 && (() => {
+    try {
+      execFileSync('mount', ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  it.skipIf(!canMount)('stops before the disk fills, exit 2 with the fix; after space is freed the next run finishes with nothing lost', async () => {
+    const disk = join(dir, 'small-disk');
+    mkdirSync(disk);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=160m', 'tmpfs', disk]);
+    try {
+      const docs = join(dir, 'for-a-small-disk');
+      await writeContracts(docs, 1);
+      const index = join(disk, 'contracts.index');
+      expect((await runCli(['index', docs, '--index', index, ...MODEL])).code).toBe(0);
+      // Leave 64 MB (what a write keeps free) and 0.4 MB more (a few files' rows): the run must stop partway.
+      const { bavail, bsize } = statfsSync(disk);
+      writeFileSync(join(disk, 'ballast'), Buffer.alloc(Math.max(0, bavail * bsize - (64 + 0.4) * 1024 * 1024)));
+      await writeContracts(docs, 120, 1);
+      const full = await runCli(['index', docs, '--index', index, ...MODEL]);
+      expect(full.code, full.stdout + full.stderr).toBe(2);
+      expect(full.stderr).toMatch(/the disk that holds .*contracts\.index has \d+ MB free, and writing contract-\d+\.\w+ \(\d+ passages\) safely needs \d+ MB: free some space, or index into a location on a bigger disk, and run lexembed index again\. Nothing was lost/);
+      const partial = await integrity(index);
+      expect(partial.files).toBeGreaterThan(1);
+      expect(partial.files).toBeLessThan(121);
+      rmSync(join(disk, 'ballast'));
+      const rerun = await runCli(['index', docs, '--index', index, ...MODEL]);
+      expect(rerun.code, rerun.stderr).toBe(0);
+      expect(rerun.stdout).toContain(`added ${121 - partial.files}, changed 0, renamed 0, removed 0, unchanged ${partial.files}`);
+      expect(await integrity(index)).toMatchObject({ files: 121, doubled: 0, recorded: expect.any(Number) });
+      const after = await integrity(index);
+      expect([after.recorded, after.counted]).toEqual([after.passages, after.passages]);
+    } finally {
+      execFileSync('umount', [disk]);
+    }
   }, SLOW_MS);
 });

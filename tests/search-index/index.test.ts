@@ -10,6 +10,7 @@ import type { Embedder } from '../../src/embedder/types.ts';
 import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/index.ts';
 import { openLocation } from '../../src/search-index/location.ts';
+import { SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { makePdf } from '../support/documents.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
 
@@ -56,6 +57,20 @@ describe('a folder indexed and searched', () => {
     }
     const [pdf] = await index.search('termination for convenience', { top: 1, file: '*.pdf' });
     expect(pdf).toMatchObject({ file: expect.stringMatching(/^contract-(02|10)\.pdf$/), unit: { name: 'page', first: 1, last: 2 } }); // a short contract: one passage over both pages
+  }, 120_000);
+
+  it('scopes a question that names its contract to it: the clause, not another contract\'s or the title page', async () => {
+    const question = 'governing law in the agreement between Party 9A Ltd and Party 9B Inc.';
+    const [hit] = await index.search(question, { top: 1 });
+    expect(hit!.file).toBe('contract-09.md'); // a long contract: its title and the clause are different passages
+    expect(hit!.text).toContain('GOVERNING LAW');
+    const [alone] = await index.search(question, { top: 1, documentContext: false });
+    expect(`${alone!.file} ${alone!.text.includes('GOVERNING LAW')}`).not.toBe('contract-09.md true');
+    // A question that names no document, and one asked within its document, rank as before.
+    const ids = (hits: { passageId: string }[]) => hits.map((h) => h.passageId);
+    expect(ids(await index.search('governing law', { top: 5 }))).toEqual(ids(await index.search('governing law', { top: 5, documentContext: false })));
+    const within = { top: 5, document: 'contract-09.md' };
+    expect(ids(await index.search(question, within))).toEqual(ids(await index.search(question, { ...within, documentContext: false })));
   }, 120_000);
 
   it('filters by glob and document, and pages with offset', async () => {
@@ -192,9 +207,37 @@ describe('bad input: an IndexError that says what to do', () => {
       expect(await refused(() => openIndex(join(dir, 'index'), { embedder }))).toMatch(/index format 99.*upgrade lexembed/);
     } finally {
       const back = await openLocation(join(dir, 'index'), { create: false });
-      await back.query('update lexembed_index set schema_version = 1');
+      await back.query('update lexembed_index set schema_version = $1', [SCHEMA_VERSION]);
       await back.close();
       index = await openIndex(join(dir, 'index'), { embedder });
+    }
+  }, 120_000);
+
+  it('an index of format 1 (no document contexts) is searched as it is, and the next update adds them without embedding again', async () => {
+    const old = join(dir, 'format-1.index');
+    const folder = join(dir, 'format-1');
+    await writeContracts(folder, 3);
+    const made = await openIndex(old, { embedder });
+    await made.update([folder]);
+    await made.close();
+    const raw = await openLocation(old, { create: false });
+    await raw.query('alter table lexembed_files drop column context, drop column context_sparse');
+    await raw.query('update lexembed_index set schema_version = 1');
+    await raw.close();
+    const reopened = await openIndex(old, { embedder });
+    try {
+      expect((await reopened.search('governing law in the agreement between Party 1A Ltd and Party 1B Inc.', { top: 1 }))[0]!.file).toBe('contract-01.md');
+      expect(await reopened.update([folder])).toMatchObject({ added: [], changed: [], unchanged: 3, passagesAdded: 0 });
+    } finally {
+      await reopened.close();
+    }
+    const after = await openLocation(old, { create: false });
+    try {
+      expect(await after.query('select schema_version from lexembed_index')).toEqual([{ schema_version: SCHEMA_VERSION }]);
+      const contexts = await after.query<{ path: string; context: string; terms: number }>('select path, context, cardinality(lexembed_sparse_terms(context_sparse)) as terms from lexembed_files order by path');
+      expect(contexts.map((c) => [c.path, c.context, c.terms > 3])).toEqual([0, 1, 2].map((i) => [expect.stringMatching(new RegExp(`^contract-0${i}\\.`)), `AGREEMENT ${i + 1} between Party ${i}A Ltd and Party ${i}B Inc.`, true]));
+    } finally {
+      await after.close();
     }
   }, 120_000);
 });

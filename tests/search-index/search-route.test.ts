@@ -88,15 +88,15 @@ describe('POST /v1/search', () => {
   });
 
   it('is served by client.search.create(), and documented in /openapi.json only where an index is served', async () => {
-    const client = new Lexembed({ apiKey: null, baseURL: 'http://in-process/v1', fetch: (input, init) => app.request(String(input).replace('http://in-process', ''), init) });
+    const client = new Lexembed({ apiKey: null, baseURL: 'http://in-process/v1', fetch: async (input, init) => app.request(String(input).replace('http://in-process', ''), init) });
     const { hits } = await client.search.create({ query: 'security deposit', top: 1 });
     expect(hits[0]!.excerpt).toMatch(/security deposit/i);
     const spec = await (await app.request('/openapi.json')).json();
     expect(spec.paths['/v1/search'].post.operationId).toBe('search');
     expect(spec.components.schemas.SearchRequest.properties.query.maxLength).toBe(10_000);
     const plain = createApp({ embedder });
-    expect((await plain.request('/openapi.json').then((r) => r.json())).paths['/v1/search']).toBeUndefined();
-    const noIndex = new Lexembed({ apiKey: null, baseURL: 'http://in-process/v1', fetch: (input, init) => plain.request(String(input).replace('http://in-process', ''), init), maxRetries: 0 });
+    expect((await (await plain.request('/openapi.json')).json()).paths['/v1/search']).toBeUndefined();
+    const noIndex = new Lexembed({ apiKey: null, baseURL: 'http://in-process/v1', fetch: async (input, init) => plain.request(String(input).replace('http://in-process', ''), init), maxRetries: 0 });
     await expect(noIndex.search.create({ query: 'rent' })).rejects.toBeInstanceOf(NotFoundError);
   }, 60_000);
 });

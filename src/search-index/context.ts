@@ -1,0 +1,59 @@
+// A document's context: its opening lines, which name it (a contract's title, often its parties),
+// kept with its file. A question that names a document ("the governing law of the Acme–Birch
+// supply agreement") matches that context, and the document's passages are then scored as if
+// each held it: the words of the question that the context holds count once, for the document,
+// not again for the one passage that repeats them (the title page). So the clause that answers
+// the rest of the question comes first, not the page that carries the name.
+import type { SparseVector } from '../embedder/sparse.ts';
+import type { SqlQuery } from './sql.ts';
+
+/** The most characters of a document's opening kept as its context. */
+export const CONTEXT_CHARACTERS = 250;
+/** A first line this short (an exhibit number, a lone "AGREEMENT") takes the next one too. */
+const SHORT_OPENING = 25;
+/** Documents whose context a question's terms match best, each at least half the best's score. */
+const NAMED_FILES = 3;
+
+/**
+ * The opening line(s) of a document's text (lines, not paragraphs: a PDF's text has no blank
+ * lines between them), whitespace collapsed, cut between words.
+ */
+export function contextOf(text: string): string {
+  let context = '';
+  for (const line of text.trim().split(/\n/)) {
+    context = `${context} ${line.replace(/\s+/g, ' ').trim()}`.trim();
+    if (context.length >= SHORT_OPENING) break;
+  }
+  if (context.length <= CONTEXT_CHARACTERS) return context;
+  const cut = context.lastIndexOf(' ', CONTEXT_CHARACTERS);
+  return context.slice(0, cut > CONTEXT_CHARACTERS / 2 ? cut : CONTEXT_CHARACTERS);
+}
+
+/** A document a question names: its file, how well its context matches, and the query's terms its context holds. */
+export interface NamedFile {
+  readonly id: number;
+  readonly score: number;
+  readonly terms: ReadonlySet<number>;
+}
+
+/**
+ * The files (of more than one passage) whose context best matches the idf-weighted query
+ * `vector` (a sparsevec literal), within `where` (the search's file filter over `f`).
+ */
+export async function namedFiles(tx: SqlQuery, vector: string, query: SparseVector, where: { clause: string; params: unknown[] }): Promise<NamedFile[]> {
+  const rows = await tx.query<{ id: number; s: number; terms: number[] }>(
+    `select f.id, -(f.context_sparse <#> $1::sparsevec) as s, lexembed_sparse_terms(f.context_sparse) as terms from lexembed_files f
+     where f.passages > 1 and f.context_sparse is not null ${where.clause ? `and ${where.clause}` : ''}
+     order by f.context_sparse <#> $1::sparsevec limit ${NAMED_FILES}`,
+    [vector, ...where.params],
+  );
+  const best = rows[0]?.s ?? 0;
+  const asked = new Set(query.indices);
+  return rows.filter((r) => r.s > 0 && r.s >= best / 2).map((r) => ({ id: r.id, score: Number(r.s), terms: new Set(r.terms.filter((t) => asked.has(t))) }));
+}
+
+/** The query less the terms a document's context already answers for. */
+export function withoutTerms(query: SparseVector, terms: ReadonlySet<number>): SparseVector {
+  const keep = query.indices.map((t, i) => (terms.has(t) ? -1 : i)).filter((i) => i >= 0);
+  return { indices: keep.map((i) => query.indices[i]!), values: keep.map((i) => query.values[i]!) };
+}
