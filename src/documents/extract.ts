@@ -63,7 +63,7 @@ export function sniffDocument(bytes: Uint8Array): SniffedKind {
   // pdf.js, like other readers, finds the header within the first 1 KiB.
   if (indexOfAscii(head.subarray(0, 1024), '%PDF-') >= 0) return 'pdf';
   if (starts(0x50, 0x4b, 0x03, 0x04) || starts(0x50, 0x4b, 0x05, 0x06)) return 'zip';
-  if (starts(0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1)) return 'ole';
+  if (starts(0xd0, 0xcf, 0x11, 0xe0)) return 'ole'; // the compound file's signature (all 8 bytes: D0 CF 11 E0 A1 B1 1A E1)
   if (indexOfAscii(head.subarray(0, 16), '{\\rtf') === 0) return 'rtf';
   if (starts(0x89, 0x50, 0x4e, 0x47) || starts(0xff, 0xd8, 0xff) || starts(0x47, 0x49, 0x46, 0x38) || starts(0x49, 0x49, 0x2a, 0x00) || starts(0x4d, 0x4d, 0x00, 0x2a)) return 'image';
   if (starts(0xff, 0xfe) || starts(0xfe, 0xff)) return 'text'; // UTF-16 with its byte order mark
@@ -232,6 +232,8 @@ function unreadable(kind: Exclude<SniffedKind, 'pdf' | 'zip' | 'text'>, bytes: U
     if (indexOfUtf16(bytes, 'WordDocument') >= 0 || /\.doc$/i.test(name)) return new DocumentError('unsupported', name, misnamed('a legacy Word .doc file (Word 97–2003), a format lexembed does not read'), 'save it as .docx (Word or LibreOffice: Save as … Word Document), or convert it with soffice --headless --convert-to docx, and try again');
     return new DocumentError('unsupported', name, misnamed('an old Microsoft Office file (Excel, PowerPoint or Outlook 97–2003?), not a document lexembed reads'), 'save its text as PDF or .docx and try again');
   }
+  // Binary named .doc: a Word file whatever else it is (WordPerfect and Works saved .doc too).
+  if (kind === 'binary' && /\.doc$/i.test(name)) return unreadable('ole', bytes, name);
   if (kind === 'rtf') return new DocumentError('unsupported', name, misnamed('a Rich Text (RTF) file, a format lexembed does not read'), 'save it as .docx or PDF (Word or LibreOffice: Save as) and try again');
   if (kind === 'image') return new DocumentError('no-text', name, misnamed('an image, which has no text layer (lexembed does no OCR)'), 'if it is a scanned page, make a PDF with a text layer (e.g. ocrmypdf --image-dpi 300 page.png page.pdf) and give that');
   return new DocumentError('unsupported', name, misnamed('binary data, not a PDF, Word (.docx), text or Markdown file'), `convert it to one of ${DOCUMENT_EXTENSIONS.join(', ')} and try again`);
