@@ -21,7 +21,7 @@ import { messageOf } from '../util/message-of.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
 import { unitAt, type DocumentUnit } from '../documents/extract.ts';
-import { DocumentReader, listDocuments } from '../node/documents.ts';
+import { describeLeftOut, DocumentReader, isDocumentFile, listDocuments } from '../node/documents.ts';
 
 /** Chunk size for documents when --chunk-tokens is not given. */
 export const DOCUMENT_CHUNK_TOKENS = 256;
@@ -31,7 +31,7 @@ export const EMBED_OPTIONS = {
   format: {
     default: 'auto',
     value: z.enum(['auto', 'jsonl', 'csv', 'text', 'documents'], { error: 'must be auto, jsonl, csv, text or documents' }),
-    help: `input format: jsonl, csv, text (one text per line), documents (PDF, DOCX, TXT, Markdown files: one document each, chunked, every chunk with its page, paragraph or line) or auto (a folder, several files, .pdf or .docx: documents; else by extension)`,
+    help: `input format: jsonl, csv, text (one text per line), documents (PDF, DOCX, TXT, Markdown files: one document each, chunked, every chunk with its page, paragraph or line) or auto (a folder, several files, or a file that is not text, such as .pdf or .docx: documents; else by extension)`,
   },
   'id-field': { value: z.string().min(1), default: 'id', help: 'id field (JSONL) or column (CSV)' },
   'text-field': { value: z.string().min(1), default: 'text', help: 'text field (JSONL) or column (CSV)' },
@@ -97,7 +97,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   const { values: config, positionals, help } = parseOptions('lexembed embed', args, EMBED_OPTIONS);
   if (help) return (out(EMBED_USAGE), 0);
   const { input, corpus, chunking, reader, ignored } = checkArguments(config, positionals);
-  if (ignored.length) err(`lexembed embed: left out ${ignored.length} file(s) that are not PDF, DOCX, TXT or Markdown: ${ignored.slice(0, 5).join(', ')}${ignored.length > 5 ? ', …' : ''}`);
+  if (ignored.length) err(`lexembed embed: ${describeLeftOut(ignored)}`);
   const allRows = (): AsyncIterable<CorpusRow> => (reader ? reader.rows() : readCorpus(input, corpus as Parameters<typeof readCorpus>[1]));
   const shard = await shardOf(config.shard, async () => (reader ? reader.files.length : count(allRows())));
   const rowsOf = () => (shard ? inShard(allRows(), shard) : allRows());
@@ -156,7 +156,7 @@ function checkArguments(config: EmbedConfig, positionals: string[]) {
   const input = positionals[0];
   if (!input) throw new UsageError('lexembed embed: give the input file, e.g. lexembed embed corpus.jsonl --output vectors.jsonl (or a folder of PDF/DOCX files)');
   for (const p of positionals) if (!existsSync(p)) throw new UsageError(`lexembed embed: no such input file or folder: ${p}`);
-  const documents = config.format === 'documents' || (config.format === 'auto' && (positionals.length > 1 || statSync(input).isDirectory() || /\.(pdf|docx)$/i.test(input)));
+  const documents = config.format === 'documents' || (config.format === 'auto' && (positionals.length > 1 || statSync(input).isDirectory() || isDocumentFile(input)));
   if (!documents && positionals.length > 1) throw new UsageError(`lexembed embed: --format ${config.format} reads one input file; give one, or --format documents for several document files`);
   if (!documents && statSync(input).isDirectory()) throw new UsageError(`lexembed embed: ${input} is a folder; --format ${config.format} reads one file (documents read folders)`);
   const format: CorpusFormat | 'documents' = documents ? 'documents' : config.format === 'auto' ? detectFormat(input) : (config.format as CorpusFormat);
@@ -379,7 +379,8 @@ async function embedRows(
         const place = 'where' in row && row.where ? '' : `${run.input}:${row.line}: `;
         if (run.onError === 'stop') {
           await writer.flush().catch(() => {});
-          return { stopped: 'error', bad, failure: `lexembed embed: ${place}${why}; fix it, or pass --on-error skip (rows before it are saved; rerun to resume)` };
+          const next = place ? 'fix it, or pass --on-error skip (rows before it are saved; rerun to resume)' : 'or pass --on-error skip to leave it out (the documents before it are saved; rerun to resume)';
+          return { stopped: 'error', bad, failure: `lexembed embed: ${place}${why}; ${next}` };
         }
         bad.push(`${place}${why}`);
         continue;

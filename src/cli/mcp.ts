@@ -1,7 +1,9 @@
 // `lexembed mcp`: the Model Context Protocol server (src/mcp/server.ts) on stdio (an assistant
 // starts it as a subprocess) or Streamable HTTP (POST /mcp, stateless: each request gets a server
 // of its own over the one loaded model), on the local model or a lexembed server (--remote, whose
-// keys and limits then apply: LEXEMBED_API_KEY).
+// keys and limits then apply: LEXEMBED_API_KEY). On stdio a corpus that cannot be opened is
+// answered as unavailable by the tools (an assistant app shows its user nothing else); over HTTP it
+// stops the server at start.
 import { existsSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { serve } from '@hono/node-server';
@@ -46,25 +48,23 @@ ${describeOptions(MCP_OPTIONS)}
 export async function mcpCommand(args: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const { values: config, help } = parseOptions('lexembed mcp', args, MCP_OPTIONS);
   if (help) return (out(MCP_USAGE), 0);
-  const outputs = indexesOf(config.index);
-  for (const location of outputs.filter((o) => o.kind === 'index').map((o) => o.path)) {
-    try {
-      checkNotInUse(location);
-    } catch (error) {
-      throw error instanceof IndexError ? new UsageError(`lexembed mcp: ${error.message}`) : error;
-    }
-  }
+  // On stdio an assistant app starts the server and shows its user only what the tools answer, so
+  // a corpus that cannot be opened is reported by every call on it (and on stderr, for the app's
+  // log); the other tools still work. Over HTTP a person or service manager reads stderr: stop.
+  const lenient = config.transport === 'stdio';
+  const outputs: McpSource[] = [];
+  for (const o of indexesOf(config.index, lenient)) outputs.push(o.kind === 'index' ? await guarded(o.name, lenient, () => (checkNotInUse(o.path), o)) : o);
   if (config.remote && outputs.some((o) => o.kind === 'index')) throw new UsageError('lexembed mcp: an index (lexembed index) is searched with the model loaded here: drop --remote, or give outputs of lexembed embed');
   const source = await openModelSource(config);
   const indexes: McpIndex[] = [];
   try {
-    for (const o of outputs) indexes.push(o.kind === 'index' ? { name: o.name, kind: 'index', index: await openIndex(o.path, { embedder: source.embedder!, create: false }) } : o);
+    for (const o of outputs) indexes.push(o.kind === 'index' ? await guarded(o.name, lenient, async () => ({ name: o.name, kind: 'index' as const, index: await openIndex(o.path, { embedder: source.embedder!, create: false }) })) : o);
   } catch (error) {
     await Promise.all(indexes.map((i) => (i.kind === 'index' ? i.index.close() : undefined)));
     await source.dispose();
-    if (error instanceof IndexError) throw new UsageError(`lexembed mcp: ${error.message}`);
     throw error;
   }
+  for (const i of indexes) if (i.kind === 'unavailable') err(`lexembed mcp: warning: corpus "${i.name}" is not available, and the search and fetch tools say so: ${i.reason}`);
   const make = () => createMcpServer(source, indexes);
   const stopped = new Promise<void>((done) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => done());
@@ -112,20 +112,43 @@ async function handleHttp(request: Request, make: () => ReturnType<typeof create
   }
 }
 
-type McpSource = { name: string; kind: 'output'; path: string } | { name: string; kind: 'index'; path: string };
+type Unavailable = { name: string; kind: 'unavailable'; reason: string };
+type McpSource = { name: string; kind: 'output'; path: string } | { name: string; kind: 'index'; path: string } | Unavailable;
 
-/** What --index names: index folders and postgres:// URLs, or outputs of lexembed embed, each with the name the tools take. */
-function indexesOf(list: string): McpSource[] {
+/** What to do about a corpus that could not be opened, said to the user of an assistant app. */
+const RESTART = 'Fix --index in the "args" of lexembed\'s entry in the MCP client\'s configuration (an index is made with npx lexembed index <folder> --index <path>), then restart the server';
+
+/** `check`'s answer; an IndexError makes the corpus unavailable (lenient: stdio) or stops the server. */
+async function guarded<T>(name: string, lenient: boolean, check: () => T | Promise<T>): Promise<T | Unavailable> {
+  try {
+    return await check();
+  } catch (error) {
+    if (!(error instanceof IndexError)) throw error;
+    if (!lenient) throw new UsageError(`lexembed mcp: ${error.message}`);
+    return { name, kind: 'unavailable', reason: `${error.message}. ${RESTART}` };
+  }
+}
+
+/**
+ * What --index names: index folders and postgres:// URLs, or outputs of lexembed embed, each with
+ * the name the tools take; one that is not there is unavailable (lenient) or stops the server.
+ */
+function indexesOf(list: string, lenient: boolean): McpSource[] {
   const paths = list
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean);
   const sources = paths.map((path): McpSource => {
     if (isPostgresUrl(path)) return { name: new URL(path).pathname.replace(/^\//, '') || 'postgres', kind: 'index', path };
-    if (!existsSync(path)) throw new UsageError(`lexembed mcp: --index ${path}: no such file or folder (an index made by lexembed index, or an output of lexembed embed)`);
-    if (statSync(path).isDirectory()) return { name: basename(resolve(path)).replace(/\.index$/i, ''), kind: 'index', path: resolve(path) };
-    if (!existsSync(metaPathOf(path))) throw new UsageError(`lexembed mcp: --index ${path} has no ${metaPathOf(path)}: search outputs written by lexembed embed, or an index made by lexembed index`);
-    return { name: basename(path).replace(/\.jsonl?$/i, ''), kind: 'output', path: resolve(path) };
+    const name = basename(resolve(path)).replace(/\.index$/i, '').replace(/\.jsonl?$/i, '');
+    const refuse = (why: string): Unavailable => {
+      if (!lenient) throw new UsageError(`lexembed mcp: ${why}`);
+      return { name, kind: 'unavailable', reason: `${why}. ${RESTART}` };
+    };
+    if (!existsSync(path)) return refuse(`--index ${resolve(path)}: no such file or folder (an index made by lexembed index, or an output of lexembed embed)`);
+    if (statSync(path).isDirectory()) return { name, kind: 'index', path: resolve(path) };
+    if (!existsSync(metaPathOf(path))) return refuse(`--index ${path} has no ${metaPathOf(path)}: search outputs written by lexembed embed, or an index made by lexembed index`);
+    return { name, kind: 'output', path: resolve(path) };
   });
   const names = new Set(sources.map((i) => i.name));
   if (names.size !== sources.length) throw new UsageError('lexembed mcp: --index: two corpora share a name; rename one (the tools tell them apart by name)');

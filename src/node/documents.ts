@@ -3,9 +3,9 @@
 // file one row whose id is its path, its text extracted once per run (src/documents/extract.ts)
 // with where each page, paragraph or line starts. A file that cannot be read is a bad row naming
 // the file and why (--on-error decides), never a crash.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { DocumentError, extractDocument, isDocumentName, type DocumentUnit, type ExtractedDocument } from '../documents/extract.ts';
+import { DocumentError, extractDocument, isDocumentName, sniffDocument, UNREADABLE_DOCUMENT_EXTENSIONS, type DocumentUnit, type ExtractedDocument } from '../documents/extract.ts';
 import { messageOf } from '../util/message-of.ts';
 
 export interface DocumentFile {
@@ -43,6 +43,27 @@ export function listDocuments(inputs: readonly string[]): { files: DocumentFile[
     walk(input);
   }
   return { files, ignored };
+}
+
+/**
+ * Whether a file given alone is a document rather than a corpus of lines: by its content (a PDF,
+ * a ZIP such as a .docx, a legacy Office file, an image, anything that is not text), whatever its
+ * name, or by a name that only documents have (.pdf, .docx, .doc, .rtf, .odt).
+ */
+export function isDocumentFile(path: string): boolean {
+  if (/\.(pdf|docx)$/i.test(path) || UNREADABLE_DOCUMENT_EXTENSIONS.some((ext) => path.toLowerCase().endsWith(ext))) return true;
+  const head = new Uint8Array(8192);
+  const fd = openSync(path, 'r');
+  try {
+    return sniffDocument(head.subarray(0, readSync(fd, head, 0, head.length, 0))) !== 'text';
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The line that says which files of a folder were left out, and how to have them read. */
+export function describeLeftOut(ignored: readonly string[]): string {
+  return `left out ${ignored.length} file(s) that are not PDF, DOCX, TXT or Markdown (convert them to one of those to have them read): ${ignored.slice(0, 5).join(', ')}${ignored.length > 5 ? ', …' : ''}`;
 }
 
 /** Reads documents into rows; each file is extracted once however often the rows are read. */

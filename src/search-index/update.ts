@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { isDocumentName, unitAt } from '../documents/extract.ts';
+import { DocumentError, unitAt } from '../documents/extract.ts';
 import { DocumentReader, listDocuments } from '../node/documents.ts';
 import { contextOf } from './context.ts';
 import { IndexError } from './schema.ts';
@@ -95,7 +95,7 @@ export async function updateIndex(sql: Sql, model: IndexModel, chunkTokens: numb
   for (const [i, { file, replaces }] of toEmbed.entries()) {
     const doc = await reader.extract({ id: file.path, path: file.abs });
     if (doc instanceof Error) {
-      const why = doc.message.startsWith(`${file.path}: `) ? doc.message.slice(file.path.length + 2) : doc.message;
+      const why = doc instanceof DocumentError ? doc.reason : doc.message.startsWith(`${file.path}: `) ? doc.message.slice(file.path.length + 2) : doc.message;
       const reason = replaces ? `${why} (the index keeps the version it read before)` : why;
       report.failed.push({ file: file.path, reason });
       onEvent({ kind: 'failed', file: file.path, reason });
@@ -149,7 +149,6 @@ function findFiles(input: string): { root: string; files: FoundFile[]; ignored: 
   }
   const root = resolve(stat.isDirectory() ? input : dirname(input));
   const folder = stat.isDirectory();
-  if (!folder && !isDocumentName(input)) return { root, files: [], ignored: [input], folder };
   const { files, ignored } = stat.isDirectory() ? listDocuments([input]) : { files: [{ id: basename(input), path: input }], ignored: [] };
   return {
     root,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, startServe } from '../support/cli.ts';
 import { BUNDLED_MODEL_DIR, modelFingerprint } from '../../src/node/runtime/load-model.ts';
-import { makeDocx, makePdf } from '../support/documents.ts';
+import { makeDocx, makeOle, makePdf } from '../support/documents.ts';
 
 test('loads offline on WASM, shows progress and backend, ranks the expected passage first', async ({ page }) => {
   const external = await offline(page);
@@ -138,7 +138,19 @@ test('a dropped PDF and DOCX are read in the page, chunked, embedded and searche
 
   // A scanned PDF is said to be one, not shown as an empty document.
   await page.setInputFiles('#file', { name: 'scan.pdf', mimeType: 'application/pdf', buffer: Buffer.from(makePdf([['x']], { scan: true })) });
-  await expect(page.locator('#document-status')).toContainText('Could not read scan.pdf: scan.pdf: none of its 1 page has a text layer (a scanned PDF?)');
+  const status = page.locator('#document-status');
+  await expect(status).toHaveText(/^Could not read scan\.pdf: none of its 1 page has a text layer \(a scanned PDF\?\); lexembed does no OCR: run OCR first/);
+  // Files are read by their bytes, and named once, with what to do, as the CLI names them: a
+  // Word 97–2003 file (named .doc, or renamed .docx) and a PDF cut off in a download.
+  const before = await page.inputValue('#document');
+  await page.setInputFiles('#file', { name: 'minutes.doc', mimeType: 'application/msword', buffer: Buffer.from(makeOle('WordDocument')) });
+  await expect(status).toHaveText(/^Could not read minutes\.doc: a legacy Word \.doc file \(Word 97–2003\), a format lexembed does not read; save it as \.docx/);
+  expect(await page.inputValue('#document'), 'the binary file is not shown as text').toBe(before);
+  await page.setInputFiles('#file', { name: 'report.docx', mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', buffer: Buffer.from(makeOle('WordDocument')) });
+  await expect(status).toHaveText(/^Could not read report\.docx: its name ends in \.docx, but it is a legacy Word \.doc file .*; save it as \.docx/);
+  const whole = makePdf([['1. Rent.'], ['2. Notice.']]);
+  await page.setInputFiles('#file', { name: 'cut.pdf', mimeType: 'application/pdf', buffer: Buffer.from(whole.slice(0, Math.floor(whole.length * 0.6))) });
+  await expect(status).toHaveText(/^Could not read cut\.pdf: a PDF cut off before its end .*; get the file again/);
   expect(external).toEqual([]);
 });
 

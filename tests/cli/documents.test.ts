@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { runCli, startServe } from '../support/cli.ts';
-import { makeDocx, makePdf } from '../support/documents.ts';
+import { makeDocx, makeOle, makePdf } from '../support/documents.ts';
 
 let dir: string;
 let folder: string;
@@ -51,7 +51,7 @@ describe('lexembed embed on a folder of documents, then lexembed search', () => 
     const r = await runCli(['embed', folder, '--output', output(), '--model', BUNDLED_MODEL_DIR, '--task', 'retrieval/document', '--chunk-tokens', '48', '--progress', 'never']);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toContain('left out 1 file(s) that are not PDF, DOCX, TXT or Markdown');
-    expect(r.stderr).toMatch(/lexembed embed: locked\.pdf: the PDF is password-protected; save an unprotected copy .*; fix it, or pass --on-error skip/);
+    expect(r.stderr).toMatch(/lexembed embed: locked\.pdf: the PDF is password-protected; save an unprotected copy .*; or pass --on-error skip to leave it out \(the documents before it are saved/);
     // Walked in name order: leases/lease.pdf comes before locked.pdf, and its chunks are saved.
     expect(new Set(readOut(output()).map((x) => x.id))).toEqual(new Set(['leases/lease.pdf']));
   });
@@ -146,4 +146,57 @@ describe('lexembed embed on a folder of documents, then lexembed search', () => 
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('no such file');
   });
+});
+
+// One behaviour for a file that gives no text, however it is given: in a folder, alone, or to
+// lexembed index, the message names the file, says what is wrong and what to do.
+describe('a legacy Word file, a renamed one and a cut-off PDF, however they are given', () => {
+  const LEGACY = /old\.doc: a legacy Word \.doc file \(Word 97–2003\), a format lexembed does not read; save it as \.docx/;
+  const embed = (inputs: string[], out: string, extra: string[] = []) => runCli(['embed', ...inputs, '--output', join(dir, out), '--model', STATIC_MODEL_DIR, '--progress', 'never', ...extra]);
+  let mixed: string;
+  beforeAll(() => {
+    mixed = join(dir, 'mixed');
+    mkdirSync(mixed);
+    writeFileSync(join(mixed, 'lease.txt'), 'The Tenant shall pay rent monthly.\n');
+    writeFileSync(join(mixed, 'old.doc'), makeOle('WordDocument'));
+    const pdf = makePdf([['1. Rent. The Tenant shall pay rent monthly.'], ['2. Notice. Sixty days.']]);
+    writeFileSync(join(mixed, 'cut.pdf'), pdf.slice(0, Math.floor(pdf.length * 0.6)));
+    writeFileSync(join(dir, 'report.docx'), makeOle('WordDocument'));
+    writeFileSync(join(dir, 'scan-0001'), makeOle('WordDocument'));
+  });
+
+  it('in a folder, a .doc is not left out but named with what to do, as a cut-off PDF is', async () => {
+    const stopped = await embed([mixed], 'mixed-stop.jsonl');
+    expect(stopped.code, stopped.stderr).toBe(1);
+    expect(stopped.stderr).not.toContain('left out');
+    expect(stopped.stderr).toMatch(/lexembed embed: cut\.pdf: a PDF cut off before its end .*; get the file again .*; or pass --on-error skip to leave it out/);
+    const skipped = await embed([mixed], 'mixed-skip.jsonl', ['--on-error', 'skip']);
+    expect(skipped.code, skipped.stderr).toBe(0);
+    expect(skipped.stderr).toMatch(new RegExp(`skipped ${LEGACY.source}`));
+    expect(skipped.stderr).toMatch(/skipped cut\.pdf: a PDF cut off before its end/);
+    expect(skipped.stdout).toMatch(/embedded 1 documents .*\(0 already there, 2 skipped\)/);
+  }, 240_000);
+
+  it('given alone, a Word 97–2003 file is recognised by its bytes (named .doc, .docx or nothing), with or without --on-error skip', async () => {
+    const alone = await embed([join(mixed, 'old.doc')], 'alone.jsonl');
+    expect(alone.code, alone.stderr).toBe(1);
+    expect(alone.stderr).toMatch(LEGACY);
+    expect(alone.stderr).not.toMatch(/texts\[\d+\]/);
+    const renamed = await embed([join(dir, 'report.docx')], 'renamed.jsonl', ['--on-error', 'skip']);
+    expect(renamed.code, renamed.stderr).toBe(0);
+    expect(renamed.stderr).toContain(`skipped ${join(dir, 'report.docx')}: its name ends in .docx, but it is a legacy Word .doc file (Word 97–2003), a format lexembed does not read; save it as .docx`);
+    expect(renamed.stderr).not.toMatch(/central directory|https?:/);
+    const unnamed = await embed([join(dir, 'scan-0001')], 'unnamed.jsonl', ['--on-error', 'skip']);
+    expect(unnamed.code, unnamed.stderr).toBe(0);
+    expect(unnamed.stderr).toMatch(/skipped .*scan-0001: a legacy Word \.doc file/);
+  }, 240_000);
+
+  it('lexembed index names the .doc and the cut-off PDF as not indexed, with what to do', async () => {
+    const r = await runCli(['index', mixed, '--index', join(dir, 'mixed.index'), '--model', STATIC_MODEL_DIR]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/added 1, .*failed 2/);
+    expect(r.stdout).toMatch(new RegExp(`not indexed: ${LEGACY.source}`));
+    expect(r.stdout).toMatch(/not indexed: cut\.pdf: a PDF cut off before its end .*; get the file again/);
+    expect(r.stdout).not.toContain('left out');
+  }, 240_000);
 });

@@ -15,7 +15,7 @@ import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { CLI, runCli } from '../support/cli.ts';
 import { writeContracts } from '../support/contracts.ts';
 
-type ToolResult = { isError?: boolean; content: { type: string; text?: string; uri?: string }[]; structuredContent?: Record<string, unknown> };
+type ToolResult = { isError?: boolean; content: { type: string; text?: string; uri?: string }[]; structuredContent?: Record<string, unknown>; _meta?: { problem?: Record<string, unknown> } };
 type Hit = { file: string; passage_id: string; page?: number; line?: number; excerpt: string; uri: string; text: string };
 const MODEL = ['--model', STATIC_MODEL_DIR];
 
@@ -97,10 +97,15 @@ describe.each([
       ['search', { query: 'word '.repeat(3000) }, /characters; a query is searched as one text of at most 10,000/],
       ['fetch', { passage_id: '999999' }, /no passage 999999 in "contracts"/],
       ['fetch', { passage_id: 'x1' }, /passage ids are whole numbers/],
+      ['fetch', { passage_id: 7 }, /passage_id must be a string/],
+      ['search', { query: 'rent', file: ['*.pdf'] }, /file must be a string/],
     ];
     for (const [tool, args, message] of cases) {
       const result = await call(client, tool, args);
       expect([result.isError, result.content[0]!.text], JSON.stringify(args).slice(0, 80)).toEqual([true, expect.stringMatching(message)]);
+      // Every mistake as the API says one: "status title: detail", and the problem document beside it.
+      expect(result.content[0]!.text).toMatch(/^400 Validation error: /);
+      expect(result._meta?.problem, tool).toMatchObject({ status: 400, title: 'Validation error', detail: result.content[0]!.text!.replace(/^400 Validation error: /, '') });
     }
   }, 120_000);
 });

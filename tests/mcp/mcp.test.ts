@@ -130,7 +130,39 @@ describe.each([
     expect(bad._meta!.problem).toMatchObject({ status: viaApi.status, title: viaApi.body.title, detail: viaApi.body.detail });
     expect(bad.content[0]!.text).toBe(`${viaApi.status} ${viaApi.body.title}: ${viaApi.body.detail}`);
     const unknown = await call(client, 'search', { query: 'x', corpus: 'nope' });
-    expect(unknown).toMatchObject({ isError: true, content: [{ text: 'no corpus "nope"; this server has "corpus"' }] });
+    expect(unknown).toMatchObject({ isError: true, content: [{ text: '400 Validation error: no corpus "nope"; this server has "corpus"' }] });
+    expect(unknown._meta!.problem).toMatchObject({ status: 400, title: 'Validation error', detail: 'no corpus "nope"; this server has "corpus"', type: expect.stringMatching(/#400-validation-error$/) });
+  });
+
+  it('an argument of the wrong type is the API\'s 400 problem, not the SDK\'s -32602; its schema has the API\'s bounds', async () => {
+    for (const body of [{ texts: ['Lease'], dimensions: 'wide' }, { texts: [1, 2] }, { texts: ['Lease'], dimensions: 0 }, { texts: ['Lease'], task: 'summarise' }]) {
+      const viaMcp = await call(client, 'embed', body);
+      const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', ...body });
+      expect(viaApi.status, JSON.stringify(body)).toBe(400);
+      expect([viaMcp.isError, viaMcp.content[0]!.text], JSON.stringify(body)).toEqual([true, `400 Validation error: ${viaApi.body.detail}`]);
+      expect(viaMcp._meta!.problem).toMatchObject({ status: 400, title: 'Validation error', detail: viaApi.body.detail });
+    }
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['search', { query: 'rent', top: 'five' }, 'top must be an integer from 1 to 100'],
+      ['search', { query: 'rent', top: 1000 }, 'top must be an integer from 1 to 100'],
+      ['search', {}, 'query must be a string'],
+      ['chunk', { text: 'a b c', chunk_tokens: -1 }, 'chunk_tokens must be an integer of at least 1 (tokens)'],
+      ['rerank', { query: 'x', texts: 'not a list', top_n: 1.5 }, 'texts must be an array of 1 to 1000 strings; top_n must be an integer of at least 1, or null'],
+    ];
+    for (const [tool, args, detail] of cases) {
+      const result = await call(client, tool, args);
+      expect([result.isError, result.content[0]!.text], JSON.stringify(args)).toEqual([true, expect.stringContaining(`400 Validation error: ${detail}`)]);
+      expect(result._meta!.problem).toMatchObject({ status: 400, title: 'Validation error' });
+    }
+    const { tools } = await client.listTools();
+    const schemaOf = (name: string) => tools.find((t) => t.name === name)!.inputSchema as { properties: Record<string, Record<string, unknown>>; required?: string[] };
+    const dimensions = JSON.stringify(schemaOf('embed').properties.dimensions);
+    expect(dimensions).toContain('"minimum":1');
+    expect(dimensions).not.toContain('9007199254740991');
+    expect(schemaOf('embed').required).toEqual(['texts']);
+    expect(schemaOf('search').properties.top).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
+    expect(schemaOf('fetch').properties.neighbours).toMatchObject({ type: 'integer', minimum: 0, maximum: 10 });
+    expect(JSON.stringify(tools.map((t) => t.inputSchema))).not.toContain('9007199254740991');
   });
 });
 
@@ -140,7 +172,7 @@ describe('lexembed mcp --remote', () => {
     const r = await call(open, 'embed', { texts: ['Notice to quit'] });
     const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', texts: ['Notice to quit'] });
     expect(f32(r.structuredContent!.embeddings)).toEqual(f32((viaApi.body.embeddings as { embedding: number[] }[]).map((e) => e.embedding)));
-    expect((await call(open, 'chunk', { text: 'a b c' })).content[0]!.text).toMatch(/^chunk cuts texts with the model's tokenizer/);
+    expect((await call(open, 'chunk', { text: 'a b c' })).content[0]!.text).toMatch(/^400 Validation error: chunk cuts texts with the model's tokenizer/);
 
     const keyed = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', join(dir, 'keys')]);
     try {
@@ -148,7 +180,12 @@ describe('lexembed mcp --remote', () => {
       const refused = await call(locked, 'embed', { texts: ['Notice to quit'] });
       expect(refused.isError).toBe(true);
       expect(refused._meta!.problem).toMatchObject({ status: 401 });
-      expect(refused.content[0]!.text).toMatch(/^401 /);
+      // Not the server's advice to an HTTP client (send an Authorization header): what to set, and where.
+      expect(refused.content[0]!.text).toMatch(/^401 .*: the lexembed server at http:\/\/\S+ needs an API key, and LEXEMBED_API_KEY is not set in lexembed mcp's environment; set LEXEMBED_API_KEY to a key of that server in the "env" of lexembed's entry in the MCP client's configuration/);
+      expect(refused.content[0]!.text).not.toContain('Authorization');
+      expect(refused._meta!.problem!.detail).toBe(refused.content[0]!.text.replace(/^401 [^:]+: /, ''));
+      const wrong = await stdioClient(['--remote', `${keyed.url}/v1`], { LEXEMBED_API_KEY: 'lxk_v1_wrong' });
+      expect((await call(wrong, 'embed', { texts: ['Notice to quit'] })).content[0]!.text).toMatch(/^401 .*refused the key in LEXEMBED_API_KEY \(.+\); set LEXEMBED_API_KEY to a key of that server/);
     } finally {
       await keyed.stop();
     }
@@ -168,3 +205,34 @@ it('the bundled hybrid serves the same vectors through mcp as through serve', as
     await server.stop();
   }
 }, 120_000);
+
+describe('lexembed mcp without a usable corpus', () => {
+  it('started without --index: search and fetch answer a 400 problem that says how to give one', async () => {
+    const client = await stdioClient(['--model', STATIC_MODEL_DIR]);
+    for (const [tool, args] of [['search', { query: 'rent' }], ['fetch', { passage_id: '1' }]] as const) {
+      const result = await call(client, tool, args);
+      expect(result.isError).toBe(true);
+      expect(result.content[0]!.text).toMatch(/^400 Validation error: this server has no corpus to search: it was started without --index\. Add "--index", .* restart it$/);
+      expect(result._meta!.problem).toMatchObject({ status: 400, title: 'Validation error', detail: expect.stringContaining('started without --index') });
+    }
+  }, 120_000);
+
+  it('an --index that is not there: over stdio the server starts, embed works, and search says which path and what to do', async () => {
+    const missing = join(dir, 'contracts.index');
+    // No "-32000: Connection closed" for the assistant: the client connects.
+    const client = await stdioClient(['--model', STATIC_MODEL_DIR, '--index', missing]);
+    expect((await call(client, 'embed', { texts: ['Notice to quit'] })).isError).toBeFalsy();
+    const result = await call(client, 'search', { query: 'rent' });
+    expect(result.isError).toBe(true);
+    expect(result.content[0]!.text).toBe(
+      `503 Service unavailable error: the corpus "contracts" could not be opened when this server started: --index ${missing}: no such file or folder (an index made by lexembed index, or an output of lexembed embed). Fix --index in the "args" of lexembed's entry in the MCP client's configuration (an index is made with npx lexembed index <folder> --index <path>), then restart the server`,
+    );
+    expect(result._meta!.problem).toMatchObject({ status: 503, title: 'Service unavailable error' });
+  }, 120_000);
+
+  it('an --index that is not there: over HTTP (run by a person or a service manager) it stops at start, saying so on stderr', async () => {
+    const r = await runCli(['mcp', '--transport', 'http', '--port', '0', '--model', STATIC_MODEL_DIR, '--index', join(dir, 'nothing.index')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`lexembed mcp: --index ${join(dir, 'nothing.index')}: no such file or folder`);
+  }, 120_000);
+});

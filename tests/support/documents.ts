@@ -64,3 +64,15 @@ export async function makeDocx(paragraphs: string[]): Promise<Uint8Array> {
   zip.file('word/document.xml', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`);
   return new Uint8Array(await zip.generateAsync({ type: 'uint8array' }));
 }
+
+/**
+ * The start of an OLE compound file (what Word 97–2003 .doc files and password-protected .docx
+ * files are), its directory naming `stream` in UTF-16LE as real ones do: 'WordDocument' for a
+ * .doc, 'EncryptedPackage' for an encrypted .docx. Enough for a reader that goes by the bytes.
+ */
+export function makeOle(stream: 'WordDocument' | 'EncryptedPackage' | 'Workbook'): Uint8Array {
+  const bytes = new Uint8Array(2048);
+  bytes.set([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
+  bytes.set(Buffer.from(stream, 'utf16le'), 1024);
+  return bytes;
+}

@@ -6,7 +6,7 @@ import { PASSAGES, SAMPLE_QUERY } from './passages.ts';
 import type { Chunk, FromWorker, Mode, ToWorker } from './protocol.ts';
 import { SAMPLE_DOCUMENTS } from './samples.ts';
 import { messageOf } from '../../src/util/message-of.ts';
-import { extractDocument, setPdfWorkerSrc, unitAt, type ExtractedDocument } from '../../src/documents/extract.ts';
+import { DocumentError, extractDocument, setPdfWorkerSrc, unitAt, type ExtractedDocument } from '../../src/documents/extract.ts';
 import pdfWorkerUrl from 'pdfjs-dist/build/pdf.worker.min.mjs?url';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -252,23 +252,26 @@ $('document-query-form').addEventListener('submit', (e) => {
 });
 /** The PDF or DOCX the box holds, read in this page: its pages' or paragraphs' starts name where a passage is. */
 let loadedDocument: (ExtractedDocument & { name: string }) | null = null;
+// Any file is read by its bytes (extractDocument): a .doc, an image or a renamed file is named
+// for what it is, with what to do, as the CLI names it; text files fill the box as they are.
 const readFile = async (file: File) => {
   loadedDocument = null;
-  if (!/\.(pdf|docx)$/i.test(file.name)) {
-    ($('document') as HTMLTextAreaElement).value = await file.text();
-    setDocumentStatus(`Loaded ${file.name} (${file.size.toLocaleString('en')} bytes); press “Chunk and embed”.`);
-    return;
-  }
   setDocumentStatus(`Reading ${file.name}…`);
   try {
     await setPdfWorkerSrc(pdfWorkerUrl);
     const doc = await extractDocument(new Uint8Array(await file.arrayBuffer()), file.name);
+    if (doc.kind === 'text') {
+      ($('document') as HTMLTextAreaElement).value = doc.text;
+      setDocumentStatus(`Loaded ${file.name} (${file.size.toLocaleString('en')} bytes); press “Chunk and embed”.`);
+      return;
+    }
     loadedDocument = { ...doc, name: file.name };
     ($('document') as HTMLTextAreaElement).value = doc.text;
     document.body.dataset.documentUnits = String(doc.starts.length);
     setDocumentStatus(`Read ${file.name} in this page: ${doc.starts.length} ${doc.unit}${doc.starts.length === 1 ? '' : 's'}, ${doc.text.length.toLocaleString('en')} characters; press “Chunk and embed”.`);
   } catch (error) {
-    setDocumentStatus(`Could not read ${file.name}: ${messageOf(error)}`);
+    // A DocumentError's message starts with the file's name, which this sentence already says.
+    setDocumentStatus(`Could not read ${file.name}: ${error instanceof DocumentError ? error.reason : messageOf(error)}`);
   }
 };
 $('file').addEventListener('change', () => {
