@@ -5,6 +5,11 @@ import type { Problem } from '../contract/problems.ts';
 /** The API's operations a key can be allowed to use (spec section 1). */
 export const RESOURCES = ['embeddings', 'enrichments', 'rerankings', 'extractions', 'classifications'] as const;
 export type Resource = (typeof RESOURCES)[number];
+/**
+ * Those a lexembed server answers; the others are authenticated and answered 404 (route-table.ts),
+ * so `lexembed keys create` offers and accepts only these.
+ */
+export const SERVED_RESOURCES = ['embeddings', 'rerankings'] as const satisfies readonly Resource[];
 
 export const KeyRecordSchema = z.object({
   id: z.string(),

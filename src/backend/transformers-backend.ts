@@ -38,6 +38,14 @@ export interface TransformersBackendOptions {
    * 27.1 ms). The vectors are bit-identical either way (onnxruntime's CPU kernels split rows, not sums).
    */
   readonly smallBatchTokens?: number;
+  /**
+   * Whether every text runs in a call of its own, unpadded (default: with the int8 graph, whose
+   * activation scale is one per call; quantizesPerCall). False batches the int8 graph's texts as
+   * the float32 graph's are: ×2.2–2.9 the texts/s at ~16 tokens, the same from ~128 on
+   * (`npm run bench:embedder`, docs/speed.md), but a text's vector then moves with its batch
+   * companions, up to ~1e-3 a component.
+   */
+  readonly oneTextPerRun?: boolean;
   /** Extra options for the model's session (e.g. where its outputs stay: src/node/runtime/device-pooling.ts). */
   readonly sessionOptions?: Record<string, unknown>;
   /**
@@ -93,29 +101,41 @@ export async function createTransformersBackend(options: TransformersBackendOpti
   const pooling = options.settings.pooling;
   const devicePooling = options.devicePooling;
 
+  // The int8 graph quantises each MatMul's input with DynamicQuantizeLinear: one scale (the
+  // tensor's range) per call, over every text and padding position in it, so a text's vector moved
+  // with its batch companions (up to 1.1e-3 a component, issue 66). One text a call, unpadded,
+  // makes its vector depend on the text alone; what it costs: docs/speed.md.
+  const oneTextPerRun = options.oneTextPerRun ?? quantizesPerCall(options.settings.dtype);
+  async function runPadded(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
+    const padded = padBatch(batch);
+    const { dims, inputIds, attentionMask, tokenTypeIds } = padded;
+    const width = dims[1];
+    const all: Record<string, Tensor> = {
+      input_ids: new Tensor('int64', inputIds, dims),
+      attention_mask: new Tensor('int64', attentionMask, dims),
+      token_type_ids: new Tensor('int64', tokenTypeIds, dims),
+    };
+    const feeds = Object.fromEntries(inputNames.map((n) => [n, all[n]!]));
+    // The raw session takes onnxruntime's own tensors, which transformers.js's wrap.
+    if (devicePooling) return devicePooling.run(session, Object.fromEntries(Object.entries(feeds).map(([n, t]) => [n, t.ort_tensor])), padded);
+    const output = await (oneThread && runsOnOneThread(dims, smallBatchTokens) ? oneThread : model)(feeds);
+    const hidden = output.last_hidden_state as Tensor;
+    const data = hidden.data as Float32Array;
+    const size = hidden.dims[2]!;
+    const vectors = batch.map((seq, row) => pool(data, row, width, size, seq.length, pooling));
+    hidden.dispose?.();
+    return vectors;
+  }
+
   return {
     name: `transformers.js (${device}${oneThread ? describeOneThreadCopy(smallBatchTokens) : ''})`,
     encode: (text) => tokenizer.encode(text, { add_special_tokens: true }),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: true }),
     tokenize: (text) => tokenizer.tokenize(text),
     async run(batch) {
-      const padded = padBatch(batch);
-      const { dims, inputIds, attentionMask, tokenTypeIds } = padded;
-      const width = dims[1];
-      const all: Record<string, Tensor> = {
-        input_ids: new Tensor('int64', inputIds, dims),
-        attention_mask: new Tensor('int64', attentionMask, dims),
-        token_type_ids: new Tensor('int64', tokenTypeIds, dims),
-      };
-      const feeds = Object.fromEntries(inputNames.map((n) => [n, all[n]!]));
-      // The raw session takes onnxruntime's own tensors, which transformers.js's wrap.
-      if (devicePooling) return devicePooling.run(session, Object.fromEntries(Object.entries(feeds).map(([n, t]) => [n, t.ort_tensor])), padded);
-      const output = await (oneThread && runsOnOneThread(dims, smallBatchTokens) ? oneThread : model)(feeds);
-      const hidden = output.last_hidden_state as Tensor;
-      const data = hidden.data as Float32Array;
-      const size = hidden.dims[2]!;
-      const vectors = batch.map((seq, row) => pool(data, row, width, size, seq.length, pooling));
-      hidden.dispose?.();
+      if (!oneTextPerRun) return runPadded(batch);
+      const vectors: Float32Array[] = [];
+      for (const seq of batch) vectors.push(...(await runPadded([seq])));
       return vectors;
     },
     async dispose() {
@@ -125,6 +145,13 @@ export async function createTransformersBackend(options: TransformersBackendOpti
     },
   };
 }
+
+/**
+ * Whether a graph of this dtype quantises activations with one scale per call (the int8 graph's
+ * DynamicQuantizeLinear), so that texts must run one per call to keep their vectors their own.
+ * @example quantizesPerCall('q8') // true
+ */
+export const quantizesPerCall = (dtype: string) => dtype === 'q8';
 
 function pool(data: Float32Array, row: number, width: number, size: number, length: number, pooling: 'mean' | 'cls'): Float32Array {
   const out = new Float32Array(size);

@@ -42,7 +42,7 @@ export const EMBED_OPTIONS = {
   'overlap-tokens': { value: z.coerce.number({ error: 'must be a non-negative integer (tokens)' }).int({ error: 'must be a non-negative integer (tokens)' }).min(0, { error: 'must be a non-negative integer (tokens)' }), default: '0', help: 'with --chunk-tokens: tokens each chunk repeats from the end of the one before (whole words)' },
   model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder' },
   ...DEVICE_OPTIONS,
-  remote: { value: remoteUrl, env: 'LEXEMBED_BASE_URL', default: '', help: 'embed through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY)' },
+  remote: { value: remoteUrl, env: 'LEXEMBED_BASE_URL', default: '', help: 'embed texts through a lexembed server instead, e.g. http://127.0.0.1:8080/v1 (key from LEXEMBED_API_KEY); for jsonl, csv and text input (one text per line) only: documents (PDF, DOCX, TXT, Markdown files) and --chunk-tokens are refused with it, as they are cut with the local model\'s tokenizer and embedded locally' },
   'model-name': { value: z.string().min(1), default: 'legal-2-embedder', help: 'model name sent to a remote server' },
   'on-error': { value: z.enum(['stop', 'skip'], { error: 'must be stop or skip' }), default: 'stop', help: 'bad input rows: stop (exit 1 at the first) or skip (report and go on)' },
   progress: { value: z.enum(['auto', 'always', 'never'], { error: 'must be auto, always or never' }), default: 'auto', help: 'progress bar: auto (on a terminal, else periodic lines), always, never' },

@@ -1,9 +1,9 @@
 // `lexembed keys …` and `lexembed accounts …`: manage API keys and account states.
 import { z } from 'zod';
-import { keyState, RESOURCES } from '../auth/records.ts';
+import { keyState, RESOURCES, SERVED_RESOURCES } from '../auth/records.ts';
 import { createKey, parseDuration, setAccount } from '../auth/service.ts';
 import { describeOptions, flag, parseOptions, UsageError } from './options.ts';
-import { openKeyStore, STORE_OPTIONS, storeDescription } from './store-options.ts';
+import { emptyStoreNote, openKeyStore, STORE_OPTIONS, storeDescription, storeFile } from './store-options.ts';
 
 /** A limit option: '' (absent), 'none' (remove: keys update) or a positive integer. */
 const limit = z
@@ -20,9 +20,17 @@ const CREATE_OPTIONS = {
   },
   expires: { default: '', value: z.string().refine((s) => s === '' || parseDuration(s) !== null, { error: 'must be a duration like 30d, 12h, 15m or 2w' }), help: 'lifetime, e.g. 30d, 12h, 2w (default: never expires)' },
   resources: {
-    default: 'embeddings,rerankings',
-    value: z.string().refine((s) => s.split(',').every((r) => (RESOURCES as readonly string[]).includes(r.trim())), { error: `must list only ${RESOURCES.join(', ')}` }),
-    help: `comma-separated resources the key may use (${RESOURCES.join(', ')}); the default is what lexembed serves`,
+    default: SERVED_RESOURCES.join(','),
+    value: z.string().superRefine((s, ctx) => {
+      const unserved = s.split(',').map((r) => r.trim()).filter((r) => !(SERVED_RESOURCES as readonly string[]).includes(r));
+      if (unserved.length === 0) return;
+      const known = unserved.filter((r) => (RESOURCES as readonly string[]).includes(r));
+      ctx.addIssue({
+        code: 'custom',
+        message: `lists what this server does not serve: lexembed serves ${SERVED_RESOURCES.join(', ')}; it does not serve ${unserved.join(', ')}${known.length ? ' (operations of the API it answers 404)' : ''}`,
+      });
+    }),
+    help: `comma-separated resources the key may use: ${SERVED_RESOURCES.join(', ')}`,
   },
   rpm: { default: '', value: limit, help: 'requests per minute the key may make (over it: 429 with Retry-After; default: no limit; with keys update, "none" removes it)' },
   tpm: { default: '', value: limit, help: 'input tokens per minute the key may use (default: no limit; with keys update, "none" removes it)' },
@@ -81,9 +89,14 @@ export async function keysCommand(args: string[], out: (s: string) => void, err:
     }
     if (sub === 'list') {
       const now = new Date();
-      err(`${storeDescription(values)}:`);
+      const keys = await store.listKeys();
+      if (keys.length === 0) {
+        err(emptyStoreNote(values));
+        return 0;
+      }
+      err(`${keys.length} key${keys.length === 1 ? '' : 's'} in the ${storeFile(values)}:`);
       out(['id', 'account', 'state', 'created', 'expires', 'resources', 'rpm', 'tpm'].join('\t'));
-      for (const k of await store.listKeys()) {
+      for (const k of keys) {
         out([k.id, k.account, keyState(k, now), k.created, k.expires ?? 'never', k.resources.join(','), limitText(k.rpm), limitText(k.tpm)].join('\t'));
       }
       return 0;

@@ -1,10 +1,11 @@
 // Options that choose and open the key store, shared by serve, keys and accounts.
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { createRedisKeyStore } from '../auth/stores/redis.ts';
 import { openRedisConnection } from '../auth/stores/redis-connection.ts';
 import type { KeyStore } from '../auth/store.ts';
-import { createFileKeyStore } from '../auth/stores/file.ts';
+import { createFileKeyStore, KEYS_FILE } from '../auth/stores/file.ts';
 import type { OptionSpecs, OptionValues } from './options.ts';
 import type { UsageStore } from '../usage/store.ts';
 import { createFileUsageStore } from '../usage/stores/file.ts';
@@ -30,6 +31,24 @@ export function storeDescription(config: StoreConfig): string {
   } catch {
     return 'Redis key store';
   }
+}
+
+/** The store as `keys list` names it: the file store's keys file, or the Redis store. */
+export function storeFile(config: StoreConfig): string {
+  return config.store === 'file' ? `file key store ${join(resolve(config['data-dir']), KEYS_FILE)}` : storeDescription(config);
+}
+
+/**
+ * What `keys list` says of a store without keys: which store it read, and, for the file store,
+ * that a server started from another directory keeps its keys in another one.
+ */
+export function emptyStoreNote(config: StoreConfig): string {
+  if (config.store !== 'file') return `no keys in the ${storeFile(config)}`;
+  const missing = existsSync(join(resolve(config['data-dir']), KEYS_FILE)) ? '' : ' (the file does not exist)';
+  return (
+    `no keys in the ${storeFile(config)}${missing}; a server keeps its keys in its own --data-dir (default ./.lexembed in the directory it was started from; ` +
+    'env LEXEMBED_DATA_DIR): run this there, or pass the same --data-dir (or --store redis --redis-url for a Redis store)'
+  );
 }
 
 /** The store options' values, as parseOptions gives them. */

@@ -154,6 +154,68 @@ test('a dropped PDF and DOCX are read in the page, chunked, embedded and searche
   expect(external).toEqual([]);
 });
 
+test('a result shows the sentences that answer, past character 400 of its passage, with an ellipsis for the rest (issue 66 item 2)', async ({ page }) => {
+  await offline(page);
+  await page.goto('/?device=wasm');
+  const body = page.locator('body');
+  await expect(body).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  // One passage (under 128 tokens: one chunk) whose answer starts past character 400.
+  const opening = [
+    'SCHEDULE 4. GENERAL PROVISIONS.',
+    'The parties have read this schedule and agree to it.',
+    'Words defined in the recitals have the same meaning in this schedule.',
+    'Headings are for convenience only and do not affect its interpretation.',
+    'A reference to a statute includes any amendment or re-enactment of it.',
+    'The singular includes the plural and the plural the singular.',
+    'Nothing in this schedule creates a partnership or agency between the parties.',
+  ].join(' ');
+  const answer = 'The Tenant may end this lease early by giving the Landlord ninety days written notice.';
+  const text = `${opening} ${answer} Any notice must be in writing.`;
+  expect(text.indexOf(answer)).toBeGreaterThan(400);
+  await page.fill('#document', text);
+  await page.click('#index-document');
+  await expect(body).toHaveAttribute('data-doc-ready', 'true', { timeout: 120_000 });
+  await expect(body).toHaveAttribute('data-chunks', '1');
+  await page.fill('#document-query', 'How can the tenant end the lease early?');
+  await page.press('#document-query', 'Enter');
+  await expect(body).toHaveAttribute('data-doc-searched', '1');
+  const excerpt = page.locator('[data-testid=document-result]').first().locator('.excerpt');
+  await expect(excerpt).toContainText(answer);
+  await expect(excerpt).toHaveText(/^… /);
+  await expect(excerpt).not.toContainText('SCHEDULE 4');
+});
+
+test('a fresh page asks for nothing that is missing (no favicon.ico 404), and the sample selector names a loaded file, not the sample (issue 66 item 7)', async ({ browser }) => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const missing: string[] = [];
+  page.on('response', (r) => r.status() >= 400 && missing.push(`${r.status()} ${r.url()}`));
+  await offline(page);
+  await page.goto('/?device=wasm');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true', { timeout: 90_000 });
+  // A browser with a window asks for /favicon.ico unless the page names its icon (headless
+  // Chromium does not ask): the page names one, and it loads.
+  const icon = await page.evaluate(async () => {
+    const href = document.querySelector<HTMLLinkElement>('link[rel~=icon]')?.href;
+    return href ? { href: href.slice(0, 30), ok: (await fetch(href)).ok } : null;
+  });
+  expect(icon, 'a <link rel="icon"> in the page').toMatchObject({ ok: true });
+  const selected = page.locator('#sample option:checked');
+  await expect(selected).toHaveText(SAMPLE_DOCUMENTS[0]!.title);
+  const pdf = makePdf([['RESIDENTIAL LEASE AGREEMENT', '1. Rent. The Tenant shall pay a monthly rent of 1,200 dollars.']]);
+  await page.setInputFiles('#file', { name: 'lease.pdf', mimeType: 'application/pdf', buffer: Buffer.from(pdf) });
+  await expect(page.locator('#document-status')).toContainText('Read lease.pdf in this page');
+  await expect(selected).toHaveText('Your file: lease.pdf');
+  // Typing over it makes it the reader's own text; loading the sample again names the sample.
+  await page.fill('#document', 'My own clause.');
+  await expect(selected).toHaveText('Your text');
+  await page.selectOption('#sample', SAMPLE_DOCUMENTS[0]!.id);
+  await page.click('#load-sample');
+  await expect(selected).toHaveText(SAMPLE_DOCUMENTS[0]!.title);
+  expect(missing).toEqual([]);
+  await context.close();
+});
+
 test('auto picks WASM when no WebGPU adapter is available, and says why', async ({ page }) => {
   await offline(page);
   await page.goto('/?device=auto');

@@ -23,3 +23,10 @@ describe('--help and usage errors', () => {
     expect(bad.stderr).toMatch(/--dimensions must be a positive integer; got "abc"/);
   });
 });
+
+describe('embed --help says what --remote does not take (issue 66 item 7)', () => {
+  it('--remote: documents and --chunk-tokens are embedded locally', async () => {
+    const help = (await runCli(['embed', '--help'])).stdout;
+    expect(help).toMatch(/--remote <value> +embed texts through a lexembed server instead[\s\S]*documents \(PDF, DOCX, TXT, Markdown files\) and --chunk-tokens are refused with it/);
+  });
+});

@@ -8,9 +8,10 @@ import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 
 export const CLI = join(PROJECT_ROOT, 'bin', 'lexembed.js');
 
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `lexembed args…` (in `cwd`, default this process's directory) to its exit. */
+export function runCli(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, cwd });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

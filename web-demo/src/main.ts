@@ -6,6 +6,7 @@ import { PASSAGES, SAMPLE_QUERY } from './passages.ts';
 import type { Chunk, FromWorker, Mode, ToWorker } from './protocol.ts';
 import { SAMPLE_DOCUMENTS } from './samples.ts';
 import { messageOf } from '../../src/util/message-of.ts';
+import { excerptOf } from '../../src/search-index/excerpt.ts';
 import { DocumentError, extractDocument, setPdfWorkerSrc, unitAt, type ExtractedDocument } from '../../src/documents/extract.ts';
 import pdfWorkerUrl from 'pdfjs-dist/build/pdf.worker.min.mjs?url';
 
@@ -191,7 +192,11 @@ async function searchDocument(query: string) {
     li.dataset.start = String(c.start);
     li.dataset.end = String(c.end);
     li.innerHTML = `<span class="score">${score.toFixed(3)}</span><span class="where">chunk ${i + 1} of ${documentChunks.length} · ${whereIs(c, li)} · characters ${c.start.toLocaleString('en')}–${c.end.toLocaleString('en')}</span><br>`;
-    li.append(c.text.length > 240 ? `${c.text.slice(0, 240)}…` : c.text);
+    // The sentences that answer, as the CLI and MCP show them (a chunk often starts mid-clause).
+    const excerpt = document.createElement('span');
+    excerpt.className = 'excerpt';
+    excerpt.textContent = excerptOf(c.text, query, 240);
+    li.append(excerpt);
     li.addEventListener('click', () => document.querySelector(`#document-view mark[data-rank="${rank}"]`)?.scrollIntoView({ block: 'center', behavior: 'smooth' }));
     list.append(li);
   }
@@ -224,8 +229,22 @@ function renderDocument(marks: { start: number; end: number; rank: number }[]) {
   view.append(documentText.slice(at));
 }
 
+/** The selector's first option while the box holds the reader's own file or text: it must not go on naming a sample. */
+const ownDocument = new Option('', 'own');
+
+/** Names the box's content in the selector: `label` for the reader's own, null for the sample chosen. */
+function nameOwnDocument(label: string | null) {
+  const select = $('sample') as HTMLSelectElement;
+  if (label === null) return ownDocument.remove();
+  ownDocument.text = label;
+  if (!ownDocument.parentElement) select.prepend(ownDocument);
+  select.value = ownDocument.value;
+}
+
 function loadSample() {
   const sample = SAMPLE_DOCUMENTS.find((d) => d.id === ($('sample') as HTMLSelectElement).value) ?? SAMPLE_DOCUMENTS[0]!;
+  nameOwnDocument(null);
+  ($('sample') as HTMLSelectElement).value = sample.id;
   ($('document') as HTMLTextAreaElement).value = sample.text;
   const examples = $('document-examples');
   examples.innerHTML = '';
@@ -262,11 +281,13 @@ const readFile = async (file: File) => {
     const doc = await extractDocument(new Uint8Array(await file.arrayBuffer()), file.name);
     if (doc.kind === 'text') {
       ($('document') as HTMLTextAreaElement).value = doc.text;
+      nameOwnDocument(`Your file: ${file.name}`);
       setDocumentStatus(`Loaded ${file.name} (${file.size.toLocaleString('en')} bytes); press “Chunk and embed”.`);
       return;
     }
     loadedDocument = { ...doc, name: file.name };
     ($('document') as HTMLTextAreaElement).value = doc.text;
+    nameOwnDocument(`Your file: ${file.name}`);
     document.body.dataset.documentUnits = String(doc.starts.length);
     setDocumentStatus(`Read ${file.name} in this page: ${doc.starts.length} ${doc.unit}${doc.starts.length === 1 ? '' : 's'}, ${doc.text.length.toLocaleString('en')} characters; press “Chunk and embed”.`);
   } catch (error) {
@@ -278,6 +299,7 @@ $('file').addEventListener('change', () => {
   const file = ($('file') as HTMLInputElement).files?.[0];
   if (file) void readFile(file);
 });
+$('document').addEventListener('input', () => nameOwnDocument('Your text'));
 $('document').addEventListener('dragover', (e) => e.preventDefault());
 $('document').addEventListener('drop', (e) => {
   const file = (e as DragEvent).dataTransfer?.files[0];

@@ -55,6 +55,8 @@ export interface LoadModelOptions {
    * TransformersBackendOptions.smallBatchTokens.
    */
   readonly smallBatchTokens?: number;
+  /** See TransformersBackendOptions.oneTextPerRun (default: the int8 graph runs one text a call). */
+  readonly oneTextPerRun?: boolean;
   /** onnxruntime's CPU threads spin-wait between runs (true) or sleep (false, the default, set below in loadModelFolder; transformers-backend.ts applies it). */
   readonly threadSpinning?: boolean;
   readonly hooks?: EmbedderHooks;
@@ -134,6 +136,7 @@ async function openFolderBackend(folder: string, settings: ModelSettings, option
     intraOpNumThreads: options.threads ?? availableParallelism(),
     threadSpinning: options.threadSpinning ?? false,
     smallBatchTokens: options.smallBatchTokens ?? DEFAULT_SMALL_BATCH_TOKENS,
+    oneTextPerRun: options.oneTextPerRun,
   };
   const request: InferenceRequest = {
     device: options.device ?? 'cpu',

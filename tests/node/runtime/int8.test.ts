@@ -133,3 +133,39 @@ describe('the bundled hybrid\'s int8 graph on onnxruntime-node', () => {
     }
   });
 });
+
+// Issue 66 item 9: onnxruntime's DynamicQuantizeLinear takes one activation scale per call, so a
+// text's int8 vector moved with its batch companions (up to 1.1e-3 a component in a batch of 458).
+describe('a text\'s int8 vector does not depend on what it is batched with', () => {
+  let q8: Embedder;
+  let shared: Embedder;
+  beforeAll(async () => {
+    [q8, shared] = await Promise.all([
+      loadModelFolder(BUNDLED_MODEL_DIR, { device: 'cpu', gpuDtype: 'q8', threads: 1 }),
+      // The int8 graph's texts batched together, as before: the same check must see them move.
+      loadModelFolder(BUNDLED_MODEL_DIR, { device: 'cpu', gpuDtype: 'q8', threads: 1, oneTextPerRun: false }),
+    ]);
+  }, 180_000);
+  afterAll(async () => Promise.all([q8?.dispose(), shared?.dispose()]));
+
+  const query = 'Can the landlord end the lease early for convenience?';
+  // Companions of about its length (the queue batches texts of like length), louder ones among them.
+  const companions = Array.from({ length: 63 }, (_, i) => (i % 2 ? `Must the tenant pay ${1000 * (i + 1)} EUR within ${i + 2} days of notice?` : `WHO INDEMNIFIES THE LANDLORD UNDER CLAUSE ${i}?`));
+  /** The largest difference of a component between the query embedded alone and in a batch of 64. */
+  async function drift(embedder: Embedder): Promise<number> {
+    const ask = (texts: string[]) => embedder.embed({ texts, task: 'retrieval/query', overflowStrategy: 'drop_end', dimensions: null });
+    const alone = await ask([query]);
+    const batched = await ask([...companions.slice(0, 31), query, ...companions.slice(31)]);
+    if (!alone.ok || !batched.ok) throw new Error('embedding failed');
+    const [a, b] = [alone.value.vectors[0]!, batched.value.vectors[31]!];
+    return a.reduce((m, x, k) => Math.max(m, Math.abs(x - b[k]!)), 0);
+  }
+
+  it('the same query alone and in a batch of 64 like-length texts gives the same vector', async () => {
+    expect(await drift(q8), 'largest difference of a component').toBeLessThanOrEqual(1e-7);
+  }, 120_000);
+
+  it('(batched together, one activation scale per call moved it: the check sees that)', async () => {
+    expect(await drift(shared)).toBeGreaterThan(1e-5);
+  }, 120_000);
+});
