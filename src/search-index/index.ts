@@ -9,9 +9,8 @@
 import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
-import { indexModelOf, type IndexModel } from './model.ts';
 import { contextOf } from './context.ts';
-import { sparsevecLiteral } from './model.ts';
+import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
 import { addFileContexts, checkSameVectors, ensureSchema, IndexError, readSettings, SCHEMA_VERSION, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
@@ -101,7 +100,8 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       const offset = options?.offset ?? 0;
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
-      return searchPassages(sql, await model.embedQuery(query, embed), now.settings.vocabularySize, { ...options, top, offset }, now.contexts);
+      const rest = (terms: ReadonlySet<number>) => restOfQuery(model, query, terms);
+      return searchPassages(sql, { ...(await model.embedQuery(query, embed)), rest }, now.settings.vocabularySize, { ...options, top, offset }, now.contexts);
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
@@ -125,4 +125,14 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
     },
     close: () => sql.close(),
   };
+}
+
+/** The query's dense vector without the words whose sparse terms are in `terms` (those that name a document). */
+async function restOfQuery(model: IndexModel, query: string, terms: ReadonlySet<number>): Promise<Float32Array | null> {
+  const words = query.match(/[\p{L}\p{N}]+/gu) ?? [];
+  const vectors = await model.sparseOf(words, 'tf');
+  const naming = vectors.map((v) => v.indices.some((t) => terms.has(t)));
+  // Nothing names the document, or nothing but the name (and words the sparse side skips) is asked.
+  if (!naming.includes(true) || !vectors.some((v, i) => !naming[i] && v.indices.length)) return null;
+  return (await model.embedQuery(words.filter((_, i) => !naming[i]).join(' '))).dense;
 }

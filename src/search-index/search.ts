@@ -79,7 +79,7 @@ interface Scored {
 /** The ranked passages for an embedded query; `contexts`: the index keeps its files' contexts (format 2). */
 export async function searchPassages(
   sql: { transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T> },
-  query: { dense: Float32Array; sparse: SparseVector },
+  query: { dense: Float32Array; sparse: SparseVector; rest?: RestOfQuery },
   vocabularySize: number,
   options: SearchOptions = {},
   contexts = true,
@@ -95,7 +95,7 @@ export async function searchPassages(
     const weighted = sparsevecLiteral(query.sparse, vocabularySize, idf);
     const scoped = contexts && mode !== 'dense' && !options.document && options.documentContext !== false;
     const named = scoped ? await namedFiles(tx, weighted, query.sparse, fileClause(options, 1)) : [];
-    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, 1), named);
+    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, 1), { named, rest: query.rest });
     const sparse = mode === 'dense' ? null : await sparseList(tx, { query: query.sparse, weighted, idf, vocabularySize, counts, named }, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
@@ -115,6 +115,9 @@ export async function searchPassages(
     });
   });
 }
+
+/** The dense vector of the query less the words a named document's context holds (null when that leaves nothing, or everything). */
+export type RestOfQuery = (terms: ReadonlySet<number>) => Promise<Float32Array | null>;
 
 /** BM25's idf of a term from the corpus counts; 0 for a term no passage holds (left out of the vector). */
 function idfOf({ passages, df }: CorpusCounts): (term: number) => number {
@@ -203,7 +206,7 @@ export function globToRegex(glob: string): string {
   return `^${out}$`;
 }
 
-async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages: number, filter: Filter, named: readonly NamedFile[]): Promise<Scored[]> {
+async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages: number, filter: Filter, scope: { named: readonly NamedFile[]; rest?: RestOfQuery }): Promise<Scored[]> {
   const shortlist = length * BINARY_SHORTLIST_FACTOR;
   // HNSW returns at most ef_search rows; with a filter, pgvector scans on until enough pass it.
   // A small index is scanned whole instead (exact), as the planner is told.
@@ -217,22 +220,34 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
     [signBits(q), ...filter.params],
   );
   await tx.query(`select set_config('enable_indexscan', 'on', true)`);
-  // The documents the question names are candidates whole (their passages' bits scanned exactly).
-  if (named.length) {
-    rows.push(
-      ...(await tx.query<{ id: string; d: string }>(
-        `select p.id::text as id, encode(p.dense, 'base64') as d from lexembed_passages p where p.file_id = any($2::int[])
-         order by p.bits <~> $1::bit(${q.length}) limit ${shortlist}`,
-        [signBits(q), named.map((n) => n.id)],
-      )),
-    );
-  }
   const scored = new Map<string, number>();
-  for (const r of rows) {
-    const bytes = Buffer.from(r.d, 'base64');
-    scored.set(r.id, cosineInt8(q, new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length)));
-  }
+  for (const r of rows) scored.set(r.id, cosineInt8(q, int8Of(r.d)));
+  for (const file of scope.named) await scoreNamedFile(tx, q, file, await scope.rest?.(file.terms), shortlist, scored);
   return [...scored].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score).slice(0, length);
+}
+
+const int8Of = (base64: string) => {
+  const bytes = Buffer.from(base64, 'base64');
+  return new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+};
+
+/**
+ * A named document's passages are dense candidates whole. With the rest of the query (less the
+ * words that name the document), they are ordered by it, shifted so the document's best passage
+ * keeps the whole query's best score there: the document is as strong a match as before, and
+ * within it the passage that answers the rest comes first, not the page that repeats the name.
+ */
+async function scoreNamedFile(tx: SqlQuery, q: Float32Array, file: NamedFile, rest: Float32Array | null | undefined, shortlist: number, scored: Map<string, number>): Promise<void> {
+  const rows = await tx.query<{ id: string; d: string }>(
+    `select p.id::text as id, encode(p.dense, 'base64') as d from lexembed_passages p where p.file_id = $2 order by p.bits <~> $1::bit(${q.length}) limit ${shortlist}`,
+    [signBits(q), file.id],
+  );
+  const vectors = rows.map((r) => ({ id: r.id, v: int8Of(r.d) }));
+  const whole = vectors.map(({ v }) => cosineInt8(q, v));
+  if (!rest) return vectors.forEach(({ id }, i) => scored.set(id, whole[i]!));
+  const partial = vectors.map(({ v }) => cosineInt8(rest, v));
+  const shift = Math.max(...whole) - Math.max(...partial);
+  vectors.forEach(({ id }, i) => scored.set(id, partial[i]! + shift));
 }
 
 /** What the sparse list is made from: the query, idf-weighted, and the documents it names. */
