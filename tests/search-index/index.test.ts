@@ -244,4 +244,13 @@ describe('bad input: an IndexError that says what to do', () => {
       await after.close();
     }
   }, 120_000);
+
+  it('a damaged index (its control file overwritten): refused with what to do, not a crash or a hang', async () => {
+    const damaged = join(dir, 'damaged.index');
+    const made = await openIndex(damaged, { embedder });
+    await made.update([join(dir, 'format-1')]);
+    await made.close();
+    writeFileSync(join(damaged, 'pgdata', 'global', 'pg_control'), Buffer.alloc(8192, 7));
+    expect(await refused(() => openIndex(damaged, { embedder }))).toMatch(/the index at .*damaged\.index cannot be opened \(.*\): it may be damaged; remove it and run lexembed index again/);
+  }, 120_000);
 });
