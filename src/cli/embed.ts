@@ -5,6 +5,7 @@
 // ({id, chunk, start, end, embedding}); a resumed run goes on from the last chunk written. A folder
 // or files of PDF, DOCX, TXT and Markdown are documents: each file is chunked and every chunk row
 // also names its page (PDF), paragraph (DOCX) or line (text) — src/node/documents.ts.
+import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, existsSync, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
@@ -102,6 +103,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   const shard = await shardOf(config.shard, async () => (reader ? reader.files.length : count(allRows())));
   const rowsOf = () => (shard ? inShard(allRows(), shard) : allRows());
   const resume = await scanForResume(rowsOf, input, config.output, chunking !== null, err);
+  const contents = reader ? checkContents(config.output, reader.files, resume.done) : null;
   const task = config.task || null;
   const dimensions = config.dimensions === '' ? null : config.dimensions;
   const source = await openSource(config, task, dimensions, chunking, err);
@@ -111,6 +113,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   // Where the texts are (for lexembed search's passages): recorded, not compared on resume.
   const from = { format: corpus.format, inputs: positionals.map((p) => resolve(p)), id_field: config['id-field'], text_field: config['text-field'] };
   checkOrWriteMeta(config.output, made, resume.last !== null, from);
+  if (contents) recordContents(config.output, contents);
   if (resume.total === 0 && !reader) err(`lexembed embed: warning: ${input} has no rows to embed${corpus.format === 'jsonl' ? ` (JSONL lines with "${config['id-field']}" and "${config['text-field']}")` : ''}`);
   // A document cut off mid-way is counted as done by the scan; it is finished in this run.
   let already = resume.already;
@@ -500,6 +503,33 @@ function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean, fr
   renameSync(tmp, path);
 }
 
+/**
+ * The documents' content hashes, checked against those OUT.meta.json recorded when they were
+ * embedded: a document in the output whose file has changed since is refused (an output is
+ * appended to, so its old rows cannot be replaced), with what to do. Returns every input file's
+ * hash, to record.
+ */
+function checkContents(output: string, files: readonly { id: string; path: string }[], done: ReadonlySet<string>): Map<string, string> {
+  const now = new Map(files.map((f) => [f.id, createHash('sha256').update(readFileSync(f.path)).digest('hex')]));
+  const path = metaPathOf(output);
+  const recorded: Record<string, string> = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')).contents ?? {}) : {};
+  const changed = [...now].filter(([id, sha]) => done.has(id) && recorded[id] !== undefined && recorded[id] !== sha).map(([id]) => id);
+  if (changed.length) {
+    throw new UsageError(
+      `lexembed embed: ${changed.length} document(s) changed since they were embedded into ${output}: ${changed.slice(0, 5).join(', ')}${changed.length > 5 ? ', …' : ''}. Their rows there are the old versions', and an output is only appended to. Embed into a new --output, or index the folder with lexembed index (it re-embeds what changed)`,
+    );
+  }
+  return now;
+}
+
+/** Records the content hash of each document embedded or about to be (what checkContents compares the next run with). */
+function recordContents(output: string, contents: ReadonlyMap<string, string>): void {
+  const path = metaPathOf(output);
+  const meta = JSON.parse(readFileSync(path, 'utf8'));
+  meta.contents = { ...meta.contents, ...Object.fromEntries(contents) };
+  writeFileSync(`${path}.tmp`, `${JSON.stringify(meta, null, 2)}\n`);
+  renameSync(`${path}.tmp`, path);
+}
 
 interface Shard {
   readonly index: number;

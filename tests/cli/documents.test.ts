@@ -97,6 +97,25 @@ describe('lexembed embed on a folder of documents, then lexembed search', () => 
     }
   });
 
+  it('a document changed since it was embedded is refused, named, with what to do; unchanged again, the run resumes', async () => {
+    const changing = join(dir, 'changing');
+    mkdirSync(changing, { recursive: true });
+    const nda = 'NON-DISCLOSURE AGREEMENT. Each party keeps the other party\'s information secret for five years.\n';
+    writeFileSync(join(changing, 'nda.txt'), nda);
+    writeFileSync(join(changing, 'lease.txt'), 'LEASE. The tenant pays rent monthly in advance.\n');
+    const out = join(dir, 'changing.jsonl');
+    const args = ['--output', out, '--model', BUNDLED_MODEL_DIR, '--task', 'retrieval/document', '--progress', 'never'];
+    expect((await runCli(['embed', changing, ...args])).code).toBe(0);
+    writeFileSync(join(changing, 'nda.txt'), nda.replace('five', 'ten'));
+    const changed = await runCli(['embed', changing, ...args]);
+    expect(changed.code).toBe(2);
+    expect(changed.stderr).toMatch(/1 document\(s\) changed since they were embedded into .*changing\.jsonl: nda\.txt\. .*Embed into a new --output, or index the folder with lexembed index/);
+    writeFileSync(join(changing, 'nda.txt'), nda);
+    const again = await runCli(['embed', changing, ...args]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/embedded 0 documents as 0 chunks into .*\(2 already there/);
+  }, 120_000);
+
   it('search finds the clause that answers, with its file and page, and the passage itself', async () => {
     const r = await runCli(['search', output(), 'How much notice must be given to end the lease?', '--model', BUNDLED_MODEL_DIR, '--top', '3']);
     expect(r.code, r.stderr).toBe(0);
