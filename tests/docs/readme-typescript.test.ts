@@ -1,4 +1,5 @@
-// The README's TypeScript examples run, as written, against a real `lexembed serve`: each ```ts
+// The README's TypeScript examples run, as written, against a real `lexembed serve` on the
+// bundled model (the examples name its legal-2-embedder): each ```ts
 // block becomes a module (package imports mapped to this checkout's sources, the server's URL for
 // 127.0.0.1:8080, the names a fragment leaves to the reader — contract, query, texts, clauses,
 // client — defined first) and runs under tsx; an example that stops compiling or working fails here.
@@ -9,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { BUNDLED_MODEL_DIR, PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 import { useServer } from '../support/cli.ts';
 
 const run = promisify(execFile);
@@ -49,7 +50,7 @@ function moduleOf(block: string, url: string): string {
 }
 
 describe("README's TypeScript examples against the real server", () => {
-  const server = useServer(STATIC_MODEL_DIR);
+  const server = useServer(BUNDLED_MODEL_DIR);
   // The modules live inside the checkout, so their imports resolve in its node_modules.
   beforeAll(() => void mkdirSync(MODULES, { recursive: true }));
 

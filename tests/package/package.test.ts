@@ -310,7 +310,7 @@ export default createEdgeHandler({ wasmModule });
     });
     try {
       const res = await mf.dispatchFetch('http://edge.local/v1/embeddings', {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice to vacate'] }),
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['Notice to vacate'] }),
       });
       const body = (await res.json()) as { embeddings: { embedding: number[] }[] };
       expect(res.status, JSON.stringify(body)).toBe(200);
