@@ -82,6 +82,7 @@ writeFileSync(join(lib, 'vendor', 'README.md'),
   + 'lexembed imports it as #transformers outside Node, so browser and Worker installs do not need onnxruntime-node.\n');
 cpSync(join(root, 'README.md'), join(lib, 'README.md'));
 const entry = (path) => ({ types: `./dist/${path}.d.ts`, default: `./dist/${path}.js` });
+const fail = (message) => { throw new Error(message); };
 /** What the server needs beside zod; the library offers it as optional peers, @lexembed/server installs it. */
 const SERVER_PACKAGES = ['@huggingface/transformers', '@huggingface/tokenizers', 'hono', '@hono/node-server', 'prom-client', 'ioredis', 'pdfjs-dist', 'mammoth', '@modelcontextprotocol/sdk', '@electric-sql/pglite', '@electric-sql/pglite-pgvector', 'pg'];
 const ranges = (names) => Object.fromEntries(names.map((name) => [name, range(name)]));
@@ -95,19 +96,10 @@ writeFileSync(join(lib, 'package.json'), JSON.stringify({
   description: rootPkg.description,
   main: './dist/index.js',
   types: './dist/index.d.ts',
-  exports: {
-    '.': entry('index'),
-    './contract': entry('contract/index'),
-    './client': entry('client/index'),
-    './local': entry('local/client'),
-    './documents': entry('documents/extract'),
-    './edge': entry('edge/handler'),
-    './server': entry('server'),
-    './langchain': entry('adapters/langchain'),
-    './ai-sdk': entry('adapters/ai-sdk'),
-    './llamaindex': entry('adapters/llamaindex'),
-    './package.json': './package.json',
-  },
+  // The root package.json's exports (./src/x.ts, so that a clone imports `lexembed/…` from its own
+  // sources under tsx) are the entries; the published package points them at dist/.
+  exports: Object.fromEntries(Object.entries(rootPkg.exports).map(([name, source]) =>
+    [name, name === './package.json' ? source : entry(/^\.\/src\/(.+)\.ts$/.exec(source)?.[1] ?? fail(`build: export ${name} is ${source}, not ./src/….ts`))])),
   imports: {
     '#transformers': { node: '@huggingface/transformers', default: './vendor/transformers.web.js' },
   },
