@@ -46,9 +46,12 @@ async function makeProject(name: string, dependencies: Record<string, string>): 
   const deps = Object.fromEntries(Object.entries(dependencies).map(([d, v]) => [d, d in ours ? ours[d as keyof typeof ours] : v]));
   // Overrides send @lexembed/server's own dependencies on the other two to the tarballs as well.
   const overrides = Object.fromEntries(Object.entries(ours).filter(([d]) => d !== '@lexembed/server').map(([d, v]) => [d, deps[d] ?? v]));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module', dependencies: deps, overrides }, null, 2));
-  writeFileSync(join(dir, '.npmrc'), 'onnxruntime-node-install=skip\n');
-  await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 64 << 20 });
+  // allowScripts (docs/running.md's recipe): onnxruntime-node's install script, which downloads CUDA
+  // libraries and fails offline, never runs. The environment is stripped of the other ways to skip it.
+  const allowScripts = { 'onnxruntime-node': false };
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module', dependencies: deps, overrides, allowScripts }, null, 2));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_config_/i.test(k) && !/^ONNXRUNTIME_NODE_INSTALL/.test(k)));
+  await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, env, maxBuffer: 64 << 20 });
   return dir;
 }
 
