@@ -8,7 +8,9 @@
 //   browser-app  lexembed + onnxruntime-web + hono + the model package: none of the server's
 //                packages installed (no onnxruntime-node, no transformers.js package), a Vite app
 //                on lexembed/local builds with no Node-only module in its bundle, and a Worker built
-//                from lexembed/edge answers /v1/embeddings in workerd.
+//                from lexembed/edge answers /v1/embeddings in workerd;
+//   documents-app lexembed alone: lexembed/documents reads text, says which parser a PDF or DOCX
+//                needs, and reads both once they are installed as it says.
 // publint checks all three packages and are-the-types-wrong the library. Slow by nature (real
 // installs), so each project is installed once.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -20,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build as esbuild } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
+import { makeDocx, makePdf } from '../support/documents.ts';
 
 const run = promisify(execFile);
 const SLOW = 600_000;
@@ -29,7 +32,7 @@ const SERVER_ONLY = ['onnxruntime-node', '@huggingface/transformers', 'sharp', '
 
 let scratch: string;
 const tarballs = { lib: '', models: '', server: '' };
-const projects = { server: '', client: '', browser: '', adapters: '' };
+const projects = { server: '', client: '', browser: '', adapters: '', documents: '' };
 let server: ChildProcess | undefined;
 let serverUrl: string;
 let apiKey: string;
@@ -74,6 +77,7 @@ beforeAll(async () => {
   projects.client = await makeProject('client-app', { lexembed: '' });
   projects.browser = await makeProject('browser-app', { lexembed: '', '@lexembed/legal-2-embedder': '', 'onnxruntime-web': locked('onnxruntime-web'), hono: locked('hono') });
   projects.adapters = await makeProject('adapters-app', { lexembed: '', '@langchain/core': locked('@langchain/core'), '@ai-sdk/provider': locked('@ai-sdk/provider') });
+  projects.documents = await makeProject('documents-app', { lexembed: '' });
 
   const created = await run(process.execPath, [join(projects.server, 'node_modules', '.bin', 'lexembed'), 'keys', 'create', '--account', 'acct_pkg', '--data-dir', join(scratch, 'keys')], { cwd: projects.server });
   apiKey = /lxk_v1_\S+/.exec(created.stdout)![0];
@@ -217,6 +221,34 @@ export const wrong = new LexembedEmbeddings({ dimensions: 'many' });
     }));
     const result = await run(process.execPath, [TSC, '-p', dir], { cwd: dir }).catch((e: { stdout: string; stderr: string }) => e);
     expect('stdout' in result ? result.stdout + result.stderr : '').toBe('');
+  }, SLOW);
+
+  it('lexembed/documents: text files with lexembed alone; a PDF or DOCX says which parser to install; with the two installed at the ranges lexembed names, both read', async () => {
+    const dir = projects.documents;
+    expect(installed(dir)).toEqual(['lexembed', 'zod']);
+    writeFileSync(join(dir, 'notice.txt'), 'NOTICE TO VACATE. The tenant shall leave the premises.');
+    writeFileSync(join(dir, 'lease.pdf'), makePdf([['LEASE AGREEMENT', 'The Lessee shall pay the rent in advance.']]));
+    writeFileSync(join(dir, 'nda.docx'), await makeDocx(['MUTUAL NON-DISCLOSURE AGREEMENT', 'The parties keep secrets.']));
+    writeFileSync(join(dir, 'documents.mjs'), `
+import { readFileSync } from 'node:fs';
+import { extractDocument } from 'lexembed/documents';
+const out = {};
+for (const f of ['notice.txt', 'lease.pdf', 'nda.docx']) {
+  try { out[f] = (await extractDocument(new Uint8Array(readFileSync(f)), f)).text.split('\\n')[0]; }
+  catch (e) { out[f] = 'ERROR ' + e.message; }
+}
+console.log(JSON.stringify(out));
+`);
+    const read = async () => JSON.parse((await run(process.execPath, ['documents.mjs'], { cwd: dir })).stdout) as Record<string, string>;
+    const { peerDependencies: peers } = JSON.parse(readFileSync(join(dir, 'node_modules', 'lexembed', 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
+    const alone = await read();
+    expect(alone['notice.txt']).toMatch(/^NOTICE TO VACATE/);
+    expect(alone['lease.pdf']).toContain(`PDF files with the package pdfjs-dist, which is not installed here: it is an optional peer dependency of lexembed (@lexembed/server installs it); run \`npm install pdfjs-dist@${peers['pdfjs-dist']}\``);
+    expect(alone['nda.docx']).toContain(`DOCX files with the package mammoth, which is not installed here`);
+    expect(alone['nda.docx']).toContain(`npm install mammoth@${peers.mammoth}`);
+    // What the message says to run (the ranges as written; npm's cache has the locked versions).
+    await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', `pdfjs-dist@${peers['pdfjs-dist']}`, `mammoth@${peers.mammoth}`], { cwd: dir, maxBuffer: 64 << 20 });
+    expect(await read()).toEqual({ 'notice.txt': expect.stringMatching(/^NOTICE TO VACATE/), 'lease.pdf': expect.stringMatching(/^LEASE AGREEMENT/), 'nda.docx': 'MUTUAL NON-DISCLOSURE AGREEMENT' });
   }, SLOW);
 
   it('the main entry imports with zod alone (contract, client, embedder core)', async () => {
