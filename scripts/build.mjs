@@ -61,11 +61,15 @@ const range = (name) => rootPkg.dependencies?.[name] ?? rootPkg.devDependencies?
   ?? (() => { throw new Error(`build: ${name} is not a dependency of the root package.json`); })();
 /** The exact version the lock holds (for what transformers.js itself pins). */
 const locked = (name) => lock.packages[`node_modules/${name}`]?.version ?? (() => { throw new Error(`build: ${name} is not in package-lock.json`); })();
+// The published packages run on Node 20.19 and later, and nothing they install asks for more
+// (tests/package/package.test.ts checks every installed package's engines). The repository itself
+// needs Node 22 (its package.json's engines): some of its development dependencies require it.
+const PUBLISHED_ENGINES = { node: '>=20.19' };
 const common = {
   version: rootPkg.version,
   license: rootPkg.license,
   type: 'module',
-  engines: rootPkg.engines,
+  engines: PUBLISHED_ENGINES,
 };
 
 // --- lexembed -------------------------------------------------------------------------------

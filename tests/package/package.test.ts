@@ -11,8 +11,10 @@
 //                from lexembed/edge answers /v1/embeddings in workerd;
 //   documents-app lexembed alone: lexembed/documents reads text, says which parser a PDF or DOCX
 //                needs, and reads both once they are installed as it says.
-// publint checks all three packages and are-the-types-wrong the library. Slow by nature (real
-// installs), so each project is installed once.
+// Every project is installed as docs/running.md says (allowScripts keeps onnxruntime-node's
+// download from running) and on this Node (20 in CI) with no engine warning. publint checks all
+// three packages and are-the-types-wrong the library. Slow by nature (real installs), so each
+// project is installed once.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +25,7 @@ import { build as esbuild } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 import { makeDocx, makePdf } from '../support/documents.ts';
+import { semver } from '../support/semver.ts';
 
 const run = promisify(execFile);
 const SLOW = 600_000;
@@ -36,6 +39,8 @@ const projects = { server: '', client: '', browser: '', adapters: '', documents:
 let server: ChildProcess | undefined;
 let serverUrl: string;
 let apiKey: string;
+/** What `npm install` printed in each scratch project. */
+const installOutput: Record<string, string> = {};
 
 const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
 /** The version this repository locked, so installs come from npm's cache, not newer releases. */
@@ -54,7 +59,8 @@ async function makeProject(name: string, dependencies: Record<string, string>): 
   const allowScripts = { 'onnxruntime-node': false };
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module', dependencies: deps, overrides, allowScripts }, null, 2));
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_config_/i.test(k) && !/^ONNXRUNTIME_NODE_INSTALL/.test(k)));
-  await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, env, maxBuffer: 64 << 20 });
+  const { stdout, stderr } = await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, env, maxBuffer: 64 << 20 });
+  installOutput[name] = stdout + stderr;
   return dir;
 }
 
@@ -149,6 +155,23 @@ describe('what each use installs', () => {
     const present = installed(projects.browser);
     expect(present).toContain('onnxruntime-web');
     expect(present.filter((p) => SERVER_ONLY.includes(p))).toEqual([]);
+  });
+
+  it('the published packages ask for Node ≥ 20.19, every package they install allows all of that range, and no install printed an engine warning', () => {
+    expect(Object.keys(installOutput).sort()).toEqual(['adapters-app', 'browser-app', 'client-app', 'documents-app', 'server-app']);
+    for (const [name, output] of Object.entries(installOutput)) expect(output, name).not.toMatch(/EBADENGINE|Unsupported engine/);
+    for (const pkg of ['lexembed', '@lexembed/server', '@lexembed/legal-2-embedder']) {
+      expect(JSON.parse(readFileSync(join(projects.server, 'node_modules', pkg, 'package.json'), 'utf8')).engines, pkg).toEqual({ node: '>=20.19' });
+    }
+    // Not only this machine's Node: the whole range the packages promise (semver's subset), for every
+    // installed package (the lock also lists other platforms' optional packages, never installed here).
+    for (const dir of Object.values(projects)) {
+      const { packages } = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { engines?: { node?: string } | string[] }> };
+      for (const [path, meta] of Object.entries(packages)) {
+        const wanted = !Array.isArray(meta.engines) ? meta.engines?.node : undefined;
+        if (path && wanted && existsSync(join(dir, path))) expect(semver.subset('>=20.19', wanted), `${dir}: ${path} wants node ${wanted}`).toBe(true);
+      }
+    }
   });
 
   it('the server: everything serve needs, from @lexembed/server alone', () => {
