@@ -136,7 +136,10 @@ describe.each([
 
 describe('lexembed mcp --remote', () => {
   it('embeds through a lexembed server, whose keys apply: without one, the tool error keeps its 401 problem', async () => {
-    const open = await stdioClient(['--remote', `${api.url}/v1`]);
+    // The static model's server answers to its own name only; with the default name the call is refused, naming it.
+    const unnamed = await call(await stdioClient(['--remote', `${api.url}/v1`]), 'embed', { texts: ['Notice to quit'] });
+    expect(unnamed).toMatchObject({ isError: true, content: [{ text: '400 Validation error: model must be "legal-2-embedder-static"' }] });
+    const open = await stdioClient(['--remote', `${api.url}/v1`, '--model-name', 'legal-2-embedder-static']);
     const r = await call(open, 'embed', { texts: ['Notice to quit'] });
     const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder-static', texts: ['Notice to quit'] });
     expect(f32(r.structuredContent!.embeddings)).toEqual(f32((viaApi.body.embeddings as { embedding: number[] }[]).map((e) => e.embedding)));
@@ -144,7 +147,7 @@ describe('lexembed mcp --remote', () => {
 
     const keyed = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', join(dir, 'keys')]);
     try {
-      const locked = await stdioClient(['--remote', `${keyed.url}/v1`], { LEXEMBED_API_KEY: '' });
+      const locked = await stdioClient(['--remote', `${keyed.url}/v1`, '--model-name', 'legal-2-embedder-static'], { LEXEMBED_API_KEY: '' });
       const refused = await call(locked, 'embed', { texts: ['Notice to quit'] });
       expect(refused.isError).toBe(true);
       expect(refused._meta!.problem).toMatchObject({ status: 401 });
@@ -161,7 +164,7 @@ it('the bundled hybrid serves the same vectors through mcp as through serve', as
     const client = await stdioClient(['--model', BUNDLED_MODEL_DIR]);
     const texts = ['Termination for convenience'];
     const viaMcp = await call(client, 'embed', { texts, task: 'retrieval/query' });
-    const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder-static', texts, task: 'retrieval/query' }) });
+    const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts, task: 'retrieval/query' }) });
     const viaHttp = (await res.json()) as { embeddings: { embedding: number[] }[] };
     expect(f32(viaMcp.structuredContent!.embeddings)).toEqual(f32(viaHttp.embeddings.map((e) => e.embedding)));
   } finally {
