@@ -10,7 +10,7 @@ ARG BASE=node:24-bookworm-slim
 # 1. Compile src/ to dist/ (needs the dev dependencies: TypeScript and the types).
 FROM ${BASE} AS build
 WORKDIR /src
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -19,7 +19,7 @@ RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
 # 2. Production dependencies only; onnxruntime-node keeps its Linux x64 binding alone.
 FROM ${BASE} AS deps
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && rm -rf node_modules/onnxruntime-node/bin/napi-v*/darwin node_modules/onnxruntime-node/bin/napi-v*/win32 \
            node_modules/onnxruntime-node/bin/napi-v*/linux/arm64 \

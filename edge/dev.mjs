@@ -63,7 +63,9 @@ const mf = new Miniflare({
   },
 });
 const url = await mf.ready;
-console.log(`edge Worker (workerd) on ${url} serving ${model}${values['no-auth'] ? ' without API keys' : ` with the keys of ${values.keys}`}; Ctrl-C stops it`);
+// The name requests must send is the folder's own (legal-2-embedder-static for the default folder).
+const modelName = (() => { try { return JSON.parse(readFileSync(join(model, 'lexembed.json'), 'utf8')).name; } catch { return null; } })();
+console.log(`edge Worker (workerd) on ${url} serving ${model}${modelName ? ` as model "${modelName}"` : ''}${values['no-auth'] ? ' without API keys' : ` with the keys of ${values.keys}`}; Ctrl-C stops it`);
 const stop = async () => (await mf.dispose(), process.exit(0));
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

@@ -56,7 +56,7 @@ def export_model_folder(out, vocab, weights, max_tokens, training_info):
         json.dump(config, f, indent=2)
     write_tokenizer_files(out, vocab, max_tokens)
     settings = {
-        "name": "legal-2-embedder",
+        "name": "legal-2-embedder-static",
         "description": "Static legal embedding model trained by lexembed (model/train_static.py).",
         "max_input_tokens": max_tokens,
         "pooling": "mean",

@@ -61,11 +61,15 @@ const range = (name) => rootPkg.dependencies?.[name] ?? rootPkg.devDependencies?
   ?? (() => { throw new Error(`build: ${name} is not a dependency of the root package.json`); })();
 /** The exact version the lock holds (for what transformers.js itself pins). */
 const locked = (name) => lock.packages[`node_modules/${name}`]?.version ?? (() => { throw new Error(`build: ${name} is not in package-lock.json`); })();
+// The published packages run on Node 20.19 and later, and nothing they install asks for more
+// (tests/package/package.test.ts checks every installed package's engines). The repository itself
+// needs Node 22 (its package.json's engines): some of its development dependencies require it.
+const PUBLISHED_ENGINES = { node: '>=20.19' };
 const common = {
   version: rootPkg.version,
   license: rootPkg.license,
   type: 'module',
-  engines: rootPkg.engines,
+  engines: PUBLISHED_ENGINES,
 };
 
 // --- lexembed -------------------------------------------------------------------------------
@@ -82,6 +86,7 @@ writeFileSync(join(lib, 'vendor', 'README.md'),
   + 'lexembed imports it as #transformers outside Node, so browser and Worker installs do not need onnxruntime-node.\n');
 cpSync(join(root, 'README.md'), join(lib, 'README.md'));
 const entry = (path) => ({ types: `./dist/${path}.d.ts`, default: `./dist/${path}.js` });
+const fail = (message) => { throw new Error(message); };
 /** What the server needs beside zod; the library offers it as optional peers, @lexembed/server installs it. */
 const SERVER_PACKAGES = ['@huggingface/transformers', '@huggingface/tokenizers', 'hono', '@hono/node-server', 'prom-client', 'ioredis', 'pdfjs-dist', 'mammoth', '@modelcontextprotocol/sdk', '@electric-sql/pglite', '@electric-sql/pglite-pgvector', 'pg'];
 const ranges = (names) => Object.fromEntries(names.map((name) => [name, range(name)]));
@@ -95,19 +100,10 @@ writeFileSync(join(lib, 'package.json'), JSON.stringify({
   description: rootPkg.description,
   main: './dist/index.js',
   types: './dist/index.d.ts',
-  exports: {
-    '.': entry('index'),
-    './contract': entry('contract/index'),
-    './client': entry('client/index'),
-    './local': entry('local/client'),
-    './documents': entry('documents/extract'),
-    './edge': entry('edge/handler'),
-    './server': entry('server'),
-    './langchain': entry('adapters/langchain'),
-    './ai-sdk': entry('adapters/ai-sdk'),
-    './llamaindex': entry('adapters/llamaindex'),
-    './package.json': './package.json',
-  },
+  // The root package.json's exports (./src/x.ts, so that a clone imports `lexembed/…` from its own
+  // sources under tsx) are the entries; the published package points them at dist/.
+  exports: Object.fromEntries(Object.entries(rootPkg.exports).map(([name, source]) =>
+    [name, name === './package.json' ? source : entry(/^\.\/src\/(.+)\.ts$/.exec(source)?.[1] ?? fail(`build: export ${name} is ${source}, not ./src/….ts`))])),
   imports: {
     '#transformers': { node: '@huggingface/transformers', default: './vendor/transformers.web.js' },
   },

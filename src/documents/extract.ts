@@ -39,6 +39,13 @@ export class DocumentError extends Error {
   }
 }
 
+/**
+ * The parsers PDF and DOCX need: optional peer dependencies of the `lexembed` package (installed
+ * with @lexembed/server), so an application that reads only text files does not carry them. The
+ * ranges are the package.json's (tests/package/package.test.ts checks that they agree).
+ */
+export const DOCUMENT_PARSERS = { pdf: { name: 'pdfjs-dist', range: '~5.4.624' }, docx: { name: 'mammoth', range: '^1.13.0' } } as const;
+
 /** File names the extractor reads, by extension. */
 export const DOCUMENT_EXTENSIONS = ['.pdf', '.docx', '.txt', '.md', '.markdown'] as const;
 /** Word-processor files it cannot read: a folder walk takes them as documents, so each fails saying what to do instead of being left out. */
@@ -135,7 +142,7 @@ function joinUnits(parts: string[]): { text: string; starts: number[] } {
 
 async function extractDocx(bytes: Uint8Array, name: string): Promise<ExtractedDocument> {
   notDocx(bytes, name);
-  const mammoth = (await import('mammoth')).default as unknown as {
+  const mammoth = (await importParser('docx', () => import('mammoth'))).default as unknown as {
     extractRawText(input: { buffer: Uint8Array } | { arrayBuffer: ArrayBuffer }): Promise<{ value: string }>;
   };
   let raw: string;
@@ -208,11 +215,27 @@ let pdfjsModule: Promise<Pdfjs> | undefined;
 /** pdfjs-dist's build for this runtime: the legacy build on Node (no DOMMatrix and the like), the modern one in browsers. */
 function loadPdfjs(): Promise<Pdfjs> {
   const isNode = typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string' && typeof (globalThis as { window?: unknown }).window === 'undefined';
-  pdfjsModule ??= (isNode ? (import('pdfjs-dist/legacy/build/pdf.mjs') as Promise<Pdfjs>) : import('pdfjs-dist')).catch((error) => {
+  pdfjsModule ??= importParser('pdf', () => (isNode ? (import('pdfjs-dist/legacy/build/pdf.mjs') as Promise<Pdfjs>) : import('pdfjs-dist'))).catch((error) => {
     pdfjsModule = undefined;
     throw error;
   });
   return pdfjsModule;
+}
+
+/** The parser's module; where it is not installed, an error that says what to install (not "Cannot find package"). */
+async function importParser<M>(kind: keyof typeof DOCUMENT_PARSERS, load: () => Promise<M>): Promise<M> {
+  const { name, range } = DOCUMENT_PARSERS[kind];
+  try {
+    return await load();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const missing = code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND' || new RegExp(`Cannot find (package|module) '${name}`).test(messageOf(error));
+    if (!missing) throw error;
+    throw new Error(
+      `lexembed/documents reads ${kind.toUpperCase()} files with the package ${name}, which is not installed here: it is an optional peer dependency of lexembed (@lexembed/server installs it); run \`npm install ${name}@${range}\`. Text and Markdown files need nothing more.`,
+      { cause: error },
+    );
+  }
 }
 
 /**

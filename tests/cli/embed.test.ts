@@ -190,7 +190,7 @@ describe('lexembed embed', () => {
     const first = await embedStatic(input, output, '--dimensions', '64');
     expect(first.code, first.stderr).toBe(0);
     const meta = JSON.parse(readFileSync(`${output}.meta.json`, 'utf8'));
-    expect(meta.settings).toMatchObject({ model: { name: 'legal-2-embedder', id: 'legal-2-embedder-static-v4.6' }, task: null, dimensions: 64, chunk_tokens: null });
+    expect(meta.settings).toMatchObject({ model: { name: 'legal-2-embedder-static', id: 'legal-2-embedder-static-v4.6' }, task: null, dimensions: 64, chunk_tokens: null });
     expect(meta.settings.model.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
     // Ids keep their JSON type.
     expect(readOut(output).map((x) => x.id)).toEqual([7, 'b']);
@@ -218,7 +218,7 @@ describe('lexembed embed', () => {
     writeFileSync(input, [JSON.stringify({ id: 'long', text: long }), JSON.stringify({ id: 'short', text: 'Rent' })].join('\n') + '\n');
     const tooWide = await embedStatic(input, join(dir, 'wide.jsonl'), '--dimensions', '4096');
     expect(tooWide.code).toBe(2);
-    expect(tooWide.stderr).toContain('--dimensions 4096 exceeds the maximum of 1536 for model "legal-2-embedder"');
+    expect(tooWide.stderr).toContain('--dimensions 4096 exceeds the maximum of 1536 for model "legal-2-embedder-static"');
     expect(existsSync(join(dir, 'wide.jsonl'))).toBe(false);
     const cut = await embedStatic(input, join(dir, 'cut.jsonl'));
     expect(cut.code, cut.stderr).toBe(0);

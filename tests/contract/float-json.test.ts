@@ -108,12 +108,12 @@ describe('over HTTP', () => {
     if (!embedded.ok) throw new Error(String(embedded.problem.detail));
     const expected = embedded.value.vectors.map((v) => Array.from(v));
     const post = (path: string, body: unknown) => app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const specText = await (await post('/v1/embeddings', { model: 'legal-2-embedder', texts })).text();
+    const specText = await (await post('/v1/embeddings', { model: 'legal-2-embedder-static', texts })).text();
     // float32's shortest forms (at most 9 significant digits), never a double's 17
     const significant = specText.match(/\d+\.\d+/g)!.map((n) => n.replace('.', '').replace(/^0+/, '').length);
     expect(Math.max(...significant)).toBeLessThanOrEqual(9);
     const spec = JSON.parse(specText);
-    const openai = await (await post('/openai/v1/embeddings', { model: 'legal-2-embedder', input: texts })).json();
+    const openai = await (await post('/openai/v1/embeddings', { model: 'legal-2-embedder-static', input: texts })).json();
     expect(spec.embeddings.map((e: { embedding: number[] }) => e.embedding.map(Math.fround))).toEqual(expected);
     expect(openai.data.map((e: { embedding: number[] }) => e.embedding.map(Math.fround))).toEqual(expected);
   });
@@ -124,8 +124,8 @@ describe('over HTTP', () => {
       const embedded = await model.embed({ texts: ['Notice'], task: null, overflowStrategy: null, dimensions });
       if (!embedded.ok) throw new Error(String(embedded.problem.detail));
       const expected = Array.from(embedded.value.vectors[0]!, (x) => float32Json(x));
-      const spec = await (await post('/v1/embeddings', { model: 'legal-2-embedder', texts: 'Notice', dimensions })).text();
-      const openai = await (await post('/openai/v1/embeddings', { model: 'legal-2-embedder', input: 'Notice', dimensions })).text();
+      const spec = await (await post('/v1/embeddings', { model: 'legal-2-embedder-static', texts: 'Notice', dimensions })).text();
+      const openai = await (await post('/openai/v1/embeddings', { model: 'legal-2-embedder-static', input: 'Notice', dimensions })).text();
       expect(spec).toContain(`"embedding":[${expected.join(',')}]`);
       expect(openai).toContain(`"embedding":[${expected.join(',')}]`);
     }

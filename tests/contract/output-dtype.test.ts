@@ -77,7 +77,7 @@ describe('over HTTP', () => {
   const post = (path: string, body: unknown) => app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   it('/v1/embeddings answers each dtype; a bad one is a 400 naming the allowed values', async () => {
-    const base = { model: 'legal-2-embedder', texts: TEXTS.slice(0, 3), dimensions: 64 };
+    const base = { model: 'legal-2-embedder-static', texts: TEXTS.slice(0, 3), dimensions: 64 };
     const float = (await (await post('/v1/embeddings', base)).json()).embeddings.map((e: { embedding: number[] }) => e.embedding);
     for (const dtype of ['int8', 'uint8', 'binary', 'ubinary'] as const) {
       const res = await post('/v1/embeddings', { ...base, output_dtype: dtype });
@@ -92,7 +92,7 @@ describe('over HTTP', () => {
   });
 
   it('/openai/v1/embeddings: int8 as numbers, and as one base64 byte each', async () => {
-    const body = { model: 'legal-2-embedder', input: ['Limitation period'], output_dtype: 'int8' };
+    const body = { model: 'legal-2-embedder-static', input: ['Limitation period'], output_dtype: 'int8' };
     const numbers = (await (await post('/openai/v1/embeddings', body)).json()).data[0].embedding as number[];
     expect(numbers.every((x) => Number.isInteger(x) && x >= -128 && x <= 127)).toBe(true);
     const b64 = (await (await post('/openai/v1/embeddings', { ...body, encoding_format: 'base64' })).json()).data[0].embedding as string;

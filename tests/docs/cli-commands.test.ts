@@ -28,12 +28,12 @@ it('every `npx lexembed <command>` the docs name exists', async () => {
   }
 }, 120_000);
 
-it('the library-from-a-clone recipe (docs/running.md) skips onnxruntime-node\'s download before it installs, as the package test\'s projects do', () => {
+it('the library-from-a-clone recipe (docs/running.md) denies onnxruntime-node\'s install script before it installs, as the package test\'s projects do', () => {
   const recipe = /## Using the library from a clone\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readFileSync(join(PROJECT_ROOT, 'docs', 'running.md'), 'utf8'))![1]!;
   const lines = recipe.split('\n');
-  const skip = lines.findIndex((l) => l.includes("onnxruntime-node-install=skip' >> .npmrc"));
+  const skip = lines.findIndex((l) => l.startsWith('npm pkg set allowScripts.onnxruntime-node=false --json'));
   const install = lines.findIndex((l) => l.startsWith('npm install '));
   expect(skip).toBeGreaterThanOrEqual(0);
   expect(skip).toBeLessThan(install);
-  expect(readFileSync(join(PROJECT_ROOT, 'tests', 'package', 'package.test.ts'), 'utf8')).toContain("'onnxruntime-node-install=skip\\n'");
+  expect(readFileSync(join(PROJECT_ROOT, 'tests', 'package', 'package.test.ts'), 'utf8')).toContain("const allowScripts = { 'onnxruntime-node': false };");
 });

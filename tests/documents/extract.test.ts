@@ -1,8 +1,11 @@
 // Text out of real PDF and DOCX files (written by tests/support/documents.ts) with pdfjs-dist and
 // mammoth, page and paragraph numbers for any offset, and a DocumentError that says what to do
 // for every file that gives no text: a scan, an encrypted PDF, a damaged one, a legacy .doc.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type DocumentError, extractDocument, isDocumentName, unitAt } from '../../src/documents/extract.ts';
+import { DOCUMENT_PARSERS, type DocumentError, extractDocument, isDocumentName, unitAt } from '../../src/documents/extract.ts';
+import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
 import { makeDocx, makeOle, makePdf } from '../support/documents.ts';
 
 const failure = async (bytes: Uint8Array, name: string) => {
@@ -83,5 +86,14 @@ describe('extractDocument', () => {
   it('knows its file names: what it reads, and the word-processor files it names with what to do', () => {
     expect(['a.PDF', 'b.docx', 'c.txt', 'd.md', 'e.doc', 'f.rtf', 'g.odt'].every(isDocumentName)).toBe(true);
     expect(['f.png', 'g.jsonl', 'h.xlsx'].some(isDocumentName)).toBe(false);
+  });
+});
+
+describe('DOCUMENT_PARSERS', () => {
+  it('name the ranges package.json asks for (what the missing-parser error tells a user to install), and the docs list them', () => {
+    const { dependencies } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    for (const { name, range } of Object.values(DOCUMENT_PARSERS)) expect(range, name).toBe(dependencies[name]);
+    const install = `npm install ${Object.values(DOCUMENT_PARSERS).map(({ name, range }) => `${name}@${range}`).join(' ')}`;
+    for (const doc of ['docs/documents.md', 'docs/running.md']) expect(readFileSync(join(PROJECT_ROOT, doc), 'utf8').replace(/\s+/g, ' '), doc).toContain(install);
   });
 });

@@ -37,7 +37,7 @@ function counting(inner: Lexembed) {
 
 describe('lexembed/langchain', () => {
   it('embedQuery is retrieval/query and embedDocuments retrieval/document, equal to the spec route', async () => {
-    const embeddings = new LexembedEmbeddings({ client });
+    const embeddings = new LexembedEmbeddings({ model: MODEL, client });
     expect(cosine(await embeddings.embedQuery('deposit refund'), (await spec(['deposit refund'], 'retrieval/query'))[0]!)).toBeGreaterThanOrEqual(0.999999);
     const docs = await embeddings.embedDocuments(STATUTES);
     const expected = await spec(STATUTES, 'retrieval/document');
@@ -47,16 +47,16 @@ describe('lexembed/langchain', () => {
   it('batches to 128 texts a request, in order', async () => {
     const { counted, sizes } = counting(client);
     const texts = Array.from({ length: 300 }, (_, i) => `Section ${i}. ${STATUTES[i % 4]}`);
-    const vectors = await new LexembedEmbeddings({ client: counted, dimensions: 64 }).embedDocuments(texts);
+    const vectors = await new LexembedEmbeddings({ model: MODEL, client: counted, dimensions: 64 }).embedDocuments(texts);
     expect(sizes).toEqual([128, 128, 44]);
     expect(vectors).toHaveLength(300);
     expect(vectors[299]).toHaveLength(64);
     expect(cosine(vectors[299]!, vectors[3]!)).toBeLessThan(0.9999); // different texts, not a repeated batch
-    expect(() => new LexembedEmbeddings({ client, batchSize: 0 })).toThrow(/batchSize must be an integer from 1 to 128/);
+    expect(() => new LexembedEmbeddings({ model: MODEL, client, batchSize: 0 })).toThrow(/batchSize must be an integer from 1 to 128/);
   });
 
   it('a MemoryVectorStore over statutes returns the right one first', async () => {
-    const store = await MemoryVectorStore.fromTexts(STATUTES, STATUTES.map((_, id) => ({ id })), new LexembedEmbeddings({ client }));
+    const store = await MemoryVectorStore.fromTexts(STATUTES, STATUTES.map((_, id) => ({ id })), new LexembedEmbeddings({ model: MODEL, client }));
     const ask = async (q: string) => (await store.similaritySearch(q, 1))[0]!.metadata.id;
     expect(await ask('When must a landlord give back the deposit?')).toBe(0);
     expect(await ask('drunk driving')).toBe(1);
@@ -69,17 +69,17 @@ describe('lexembed/ai-sdk', () => {
   const provider = () => createLexembed({ client });
 
   it('embedMany with the task as a provider option, and embed for a query, equal the spec route', async () => {
-    const { embeddings, usage } = await embedMany({ model: provider().embeddingModel(), values: STATUTES, providerOptions: { lexembed: { task: 'retrieval/document' } } });
+    const { embeddings, usage } = await embedMany({ model: provider().embeddingModel(MODEL), values: STATUTES, providerOptions: { lexembed: { task: 'retrieval/document' } } });
     const expected = await spec(STATUTES, 'retrieval/document');
     embeddings.forEach((e, i) => expect(cosine(e, expected[i]!)).toBeGreaterThanOrEqual(0.999999));
     expect(usage.tokens).toBeGreaterThan(40);
-    const { embedding } = await embed({ model: provider()(), value: 'deposit refund', providerOptions: { lexembed: { task: 'retrieval/query', dimensions: 32 } } });
+    const { embedding } = await embed({ model: provider()(MODEL), value: 'deposit refund', providerOptions: { lexembed: { task: 'retrieval/query', dimensions: 32 } } });
     expect(embedding).toHaveLength(32);
   });
 
   it('embedMany splits 300 values into calls of 128', async () => {
     const { counted, sizes } = counting(client);
-    const { embeddings } = await embedMany({ model: createLexembed({ client: counted }).embeddingModel(), values: Array.from({ length: 300 }, (_, i) => `clause ${i}`) });
+    const { embeddings } = await embedMany({ model: createLexembed({ client: counted }).embeddingModel(MODEL), values: Array.from({ length: 300 }, (_, i) => `clause ${i}`) });
     expect(embeddings).toHaveLength(300);
     expect([...sizes].sort((a, b) => b - a)).toEqual([128, 128, 44]);
   });
@@ -95,15 +95,15 @@ describe('lexembed/ai-sdk', () => {
   it('errors are the AI SDK’s: APICallError with the status for a refused call, InvalidArgumentError for a bad option, NoSuchModelError for a chat model', async () => {
     const refused = await embedMany({ model: provider().embeddingModel('text-embedding-3-small'), values: ['x'], maxRetries: 0 }).catch((e: unknown) => e);
     expect(APICallError.isInstance(refused)).toBe(true);
-    expect(refused).toMatchObject({ statusCode: 400, isRetryable: false, message: expect.stringMatching(/model must be "legal-2-embedder"/) });
-    await expect(embedMany({ model: provider().embeddingModel(), values: ['x'], providerOptions: { lexembed: { task: 'search' } } })).rejects.toThrow(/task must be one of "retrieval\/query", "retrieval\/document" or null/);
+    expect(refused).toMatchObject({ statusCode: 400, isRetryable: false, message: expect.stringMatching(/model must be "legal-2-embedder-static"/) });
+    await expect(embedMany({ model: provider().embeddingModel(MODEL), values: ['x'], providerOptions: { lexembed: { task: 'search' } } })).rejects.toThrow(/task must be one of "retrieval\/query", "retrieval\/document" or null/);
     expect(() => provider().languageModel('gpt')).toThrow(NoSuchModelError);
   });
 });
 
 describe('lexembed/llamaindex (LlamaIndex.TS core)', () => {
   it('LexembedEmbedding: queries as retrieval/query, texts and nodes as retrieval/document, equal to the spec route; 128 a request', async () => {
-    const embedding = new LexembedEmbedding({ client });
+    const embedding = new LexembedEmbedding({ model: MODEL, client });
     expect(cosine((await embedding.getQueryEmbedding({ type: 'text', text: 'deposit refund' }))!, (await spec(['deposit refund'], 'retrieval/query'))[0]!)).toBeGreaterThanOrEqual(0.999999);
     const expected = await spec(STATUTES, 'retrieval/document');
     expect(cosine(await embedding.getTextEmbedding(STATUTES[0]!), expected[0]!)).toBeGreaterThanOrEqual(0.999999);
@@ -111,7 +111,7 @@ describe('lexembed/llamaindex (LlamaIndex.TS core)', () => {
     const nodes = await embedding(STATUTES.map((text) => new TextNode({ text })));
     nodes.forEach((n, i) => expect(cosine(n.embedding!, expected[i]!)).toBeGreaterThanOrEqual(0.999999));
     const { counted, sizes } = counting(client);
-    const many = await new LexembedEmbedding({ client: counted, dimensions: 64 }).getTextEmbeddings(Array.from({ length: 300 }, (_, i) => `clause ${i}`));
+    const many = await new LexembedEmbedding({ model: MODEL, client: counted, dimensions: 64 }).getTextEmbeddings(Array.from({ length: 300 }, (_, i) => `clause ${i}`));
     expect(sizes).toEqual([128, 128, 44]);
     expect(many[299]).toHaveLength(64);
   });

@@ -36,7 +36,7 @@ describe.runIf(NODE_MAJOR >= 22)('lexembed/ai-sdk with AI SDK 7 (Node ≥ 22)', 
 
   it.each(['v3', 'v4'] as const)('embedMany and embed with spec %s: call-level dimensions and the task kept, equal to the spec route', async (version) => {
     const provider = createLexembed({ client, specificationVersion: version });
-    const model = provider.embeddingModel();
+    const model = provider.embeddingModel(MODEL);
     expect(model.specificationVersion).toBe(version);
     const { embeddings, usage } = await ai7.embedMany({ model, values: STATUTES, dimensions: 128, providerOptions: { lexembed: { task: 'retrieval/document' } } });
     const expected = await spec(STATUTES, 128);
@@ -51,13 +51,13 @@ describe.runIf(NODE_MAJOR >= 22)('lexembed/ai-sdk with AI SDK 7 (Node ≥ 22)', 
     const provider = createLexembed({ client, specificationVersion: 'v4' });
     const { ranking } = await ai7.rerank({ model: provider.rerankingModel(), query: 'return of a rental deposit', documents: STATUTES, topN: 2 });
     expect(ranking[0]!.originalIndex).toBe(0);
-    await expect(ai7.embed({ model: provider.embeddingModel(), value: 'x', dimensions: 64, providerOptions: { lexembed: { dimensions: 32 } } })).rejects.toThrow(/dimensions 64 and providerOptions\.lexembed\.dimensions 32 disagree/);
+    await expect(ai7.embed({ model: provider.embeddingModel(MODEL), value: 'x', dimensions: 64, providerOptions: { lexembed: { dimensions: 32 } } })).rejects.toThrow(/dimensions 64 and providerOptions\.lexembed\.dimensions 32 disagree/);
   });
 
   it('AI SDK 6 refuses a v4 model with its own error, and takes the default v3', async () => {
-    const error = await embedMany6({ model: createLexembed({ client, specificationVersion: 'v4' }).embeddingModel(), values: ['x'] }).catch((e: unknown) => e);
+    const error = await embedMany6({ model: createLexembed({ client, specificationVersion: 'v4' }).embeddingModel(MODEL), values: ['x'] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedModelVersionError);
-    expect((await embedMany6({ model: createLexembed({ client }).embeddingModel(), values: ['x'] })).embeddings[0]).toHaveLength(embedder.settings.dimensions.default);
+    expect((await embedMany6({ model: createLexembed({ client }).embeddingModel(MODEL), values: ['x'] })).embeddings[0]).toHaveLength(embedder.settings.dimensions.default);
   });
 });
 

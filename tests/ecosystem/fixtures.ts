@@ -3,7 +3,7 @@
 import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { useServer } from '../support/cli.ts';
 
-export const MODEL = 'legal-2-embedder';
+export const MODEL = 'legal-2-embedder-static';
 export const STATUTES = [
   'A landlord shall return the security deposit to the tenant within 30 days after the tenancy ends, less lawful deductions for unpaid rent and damage.',
   'No person shall operate a motor vehicle on a highway while the person’s ability to operate it is impaired by alcohol or a drug.',

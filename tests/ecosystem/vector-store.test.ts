@@ -46,7 +46,7 @@ describe.runIf(HAS_SQLITE_EXTENSIONS)('sqlite-vec and FTS5 (node:sqlite, Node â‰
              create virtual table vb using vec0(embedding bit[${dims}]);
              create virtual table docs using fts5(body);`);
     const texts = PASSAGES.map((p) => p.text);
-    const create = (output_dtype: 'float' | 'int8' | 'ubinary') => client.embeddings.create({ model: 'legal-2-embedder', texts, task: 'retrieval/document', output_dtype });
+    const create = (output_dtype: 'float' | 'int8' | 'ubinary') => client.embeddings.create({ model: 'legal-2-embedder-static', texts, task: 'retrieval/document', output_dtype });
     const [floats, int8s, bits] = await Promise.all([create('float'), create('int8'), create('ubinary')]);
     PASSAGES.forEach((p, i) => {
       const row = BigInt(i + 1);
@@ -64,7 +64,7 @@ describe.runIf(HAS_SQLITE_EXTENSIONS)('sqlite-vec and FTS5 (node:sqlite, Node â‰
 
   const idOf = (rowid: unknown) => PASSAGES[Number(rowid) - 1]!.id;
   const query = async (text: string, output_dtype: 'float' | 'int8' | 'ubinary' = 'float') =>
-    (await client.embeddings.create({ model: 'legal-2-embedder', texts: [text], task: 'retrieval/query', output_dtype })).embeddings[0]!.embedding;
+    (await client.embeddings.create({ model: 'legal-2-embedder-static', texts: [text], task: 'retrieval/query', output_dtype })).embeddings[0]!.embedding;
   const knn = (table: string, cast: string, vector: Uint8Array, k = 10) =>
     db.prepare(`select rowid from ${table} where embedding match ${cast} and k = ${k} order by distance`).all(vector).map((r) => r.rowid as number);
   const keyword = (text: string) =>

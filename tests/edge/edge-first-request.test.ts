@@ -56,7 +56,7 @@ const embed = (authorization?: string) =>
   mf!.dispatchFetch('http://edge.local/v1/embeddings', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
-    body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice of termination of a lease'] }),
+    body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['Notice of termination of a lease'] }),
     signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
   });
 

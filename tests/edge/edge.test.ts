@@ -52,9 +52,9 @@ const post = (body: unknown, authorization?: string) =>
   });
 
 describe('edge worker in workerd', () => {
-  it('embeds with the bundled model, matching the Node server', async () => {
+  it('embeds with the static model, matching the Node server on the same folder', async () => {
     const texts = ['Overtime pay for hours beyond forty in a workweek', 'Security deposit returned within 45 days'];
-    const res = await post({ model: 'legal-2-embedder', texts, dimensions: 256 }, `Bearer ${key}`);
+    const res = await post({ model: 'legal-2-embedder-static', texts, dimensions: 256 }, `Bearer ${key}`);
     const body = (await res.json()) as { embeddings: { index: number; embedding: number[] }[]; usage: { input_tokens: number } };
     expect(res.status, JSON.stringify(body)).toBe(200);
     const node = await loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' });
@@ -82,7 +82,7 @@ describe('edge worker in workerd', () => {
         const res = await mf.dispatchFetch('http://edge.local/v1/embeddings/sparse', {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-          body: JSON.stringify({ model: 'legal-2-embedder', texts, task }),
+          body: JSON.stringify({ model: 'legal-2-embedder-static', texts, task }),
         });
         const body = (await res.json()) as { embeddings: { indices: number[]; values: number[] }[]; vocabulary_size: number };
         expect(res.status, JSON.stringify(body)).toBe(200);
@@ -107,15 +107,15 @@ describe('edge worker in workerd', () => {
     const openai = await mf.dispatchFetch('http://edge.local/openai/v1/embeddings', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ model: 'legal-2-embedder:query', input: texts, encoding_format: 'base64' }),
+      body: JSON.stringify({ model: 'legal-2-embedder-static:query', input: texts, encoding_format: 'base64' }),
     });
     const body = (await openai.json()) as { data: { embedding: string }[] };
     expect(openai.status, JSON.stringify(body)).toBe(200);
     const bytes = Uint8Array.from(atob(body.data[0]!.embedding), (ch) => ch.charCodeAt(0));
     const decoded = Array.from({ length: bytes.length / 4 }, (_, i) => new DataView(bytes.buffer).getFloat32(i * 4, true));
-    const spec = (await (await post({ model: 'legal-2-embedder', texts, task: 'retrieval/query' }, `Bearer ${key}`)).json()) as { embeddings: { embedding: number[] }[] };
+    const spec = (await (await post({ model: 'legal-2-embedder-static', texts, task: 'retrieval/query' }, `Bearer ${key}`)).json()) as { embeddings: { embedding: number[] }[] };
     expect(decoded.reduce((sum, x, k) => sum + x * spec.embeddings[0]!.embedding[k]!, 0)).toBeGreaterThanOrEqual(0.999999);
-    const refused = await mf.dispatchFetch('http://edge.local/openai/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', input: 'x' }) });
+    const refused = await mf.dispatchFetch('http://edge.local/openai/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder-static', input: 'x' }) });
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
   }, 120_000);
@@ -136,19 +136,32 @@ describe('edge worker in workerd', () => {
     for (const x of edge.results) expect(x.score).toBeCloseTo(r.value.scores[x.index]!, 4);
   }, 120_000);
 
+  it("answers to its model's own name: the static model's, and a request for the hybrid's legal-2-embedder is a problem naming it", async () => {
+    // The same name must mean the same vectors everywhere: a Node server on the bundled model answers
+    // legal-2-embedder with the hybrid's vectors, so the static model here may not answer to it.
+    const health = (await (await mf.dispatchFetch('http://edge.local/health')).json()) as { model: string };
+    expect(health.model).toBe('legal-2-embedder-static');
+    const res = await post({ model: 'legal-2-embedder', texts: ['Notice to vacate'] }, `Bearer ${key}`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(await res.json()).toMatchObject({ title: 'Validation error', detail: 'model must be "legal-2-embedder-static"' });
+    const openai = await mf.dispatchFetch('http://edge.local/openai/v1/models', { headers: { authorization: `Bearer ${key}` } });
+    expect(((await openai.json()) as { data: { id: string }[] }).data.map((m) => m.id)).toEqual(['legal-2-embedder-static', 'legal-2-embedder-static:query', 'legal-2-embedder-static:document']);
+  });
+
   it('answers a validation error as a problem', async () => {
-    const res = await post({ model: 'legal-2-embedder', texts: ['ok', ' '] }, `Bearer ${key}`);
+    const res = await post({ model: 'legal-2-embedder-static', texts: ['ok', ' '] }, `Bearer ${key}`);
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(await res.json()).toMatchObject({ title: 'Validation error', detail: 'texts[1] must contain at least one non-whitespace character' });
   });
 
   it('answers 401 without a key, and with a key the store does not hold', async () => {
-    const none = await post({ model: 'legal-2-embedder', texts: 'x' });
+    const none = await post({ model: 'legal-2-embedder-static', texts: 'x' });
     expect(none.status).toBe(401);
     expect(((await none.json()) as { title: string }).title).toBe('Incorrect API key error');
     const other = await createKey(createMemoryKeyStore(), { account: 'elsewhere' });
-    expect((await post({ model: 'legal-2-embedder', texts: 'x' }, `Bearer ${other.key}`)).status).toBe(401);
+    expect((await post({ model: 'legal-2-embedder-static', texts: 'x' }, `Bearer ${other.key}`)).status).toBe(401);
   });
 });
 
@@ -168,9 +181,10 @@ describe('npm run edge:dev (the documented local run)', () => {
           if (m) (clearTimeout(timer), resolve(m[1]!));
         });
       });
-      const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice of termination'] }) });
+      const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['Notice of termination'] }) });
       expect(res.status, await res.clone().text()).toBe(200);
       expect((await res.json()).embeddings[0].embedding).toHaveLength(1536);
+      expect(output).toContain('serving ' + STATIC_MODEL_DIR + ' as model "legal-2-embedder-static"');
     } finally {
       child.kill('SIGTERM');
     }

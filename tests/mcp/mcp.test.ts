@@ -95,7 +95,7 @@ describe.each([
   it('embed, rerank and tokenize answer what the HTTP API answers', async () => {
     const texts = ['The Tenant shall pay rent monthly.', 'Either party may terminate with notice.'];
     const embed = await call(client, 'embed', { texts, task: 'retrieval/document', dimensions: 64 });
-    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', texts, task: 'retrieval/document', dimensions: 64 });
+    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder-static', texts, task: 'retrieval/document', dimensions: 64 });
     expect(embed.isError).toBeFalsy();
     expect(f32(embed.structuredContent!.embeddings)).toEqual(f32((viaApi.body.embeddings as { embedding: number[] }[]).map((e) => e.embedding)));
     expect(embed.structuredContent!.input_tokens).toBe((viaApi.body.usage as { input_tokens: number }).input_tokens);
@@ -105,7 +105,7 @@ describe.each([
     expect(rerank.structuredContent!.results).toEqual(rerankApi.body.results);
 
     const tokens = await call(client, 'tokenize', { texts });
-    const tokensApi = await post('/v1/tokenize', { model: 'legal-2-embedder', texts });
+    const tokensApi = await post('/v1/tokenize', { model: 'legal-2-embedder-static', texts });
     expect(tokens.structuredContent!.input_tokens).toEqual((tokensApi.body.results as { input_tokens: number }[]).map((r) => r.input_tokens));
   });
 
@@ -125,7 +125,7 @@ describe.each([
 
   it('a bad call is a tool error carrying the HTTP API\'s problem', async () => {
     const bad = await call(client, 'embed', { texts: [] });
-    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', texts: [] });
+    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder-static', texts: [] });
     expect(bad.isError).toBe(true);
     expect(bad._meta!.problem).toMatchObject({ status: viaApi.status, title: viaApi.body.title, detail: viaApi.body.detail });
     expect(bad.content[0]!.text).toBe(`${viaApi.status} ${viaApi.body.title}: ${viaApi.body.detail}`);
@@ -168,15 +168,18 @@ describe.each([
 
 describe('lexembed mcp --remote', () => {
   it('embeds through a lexembed server, whose keys apply: without one, the tool error keeps its 401 problem', async () => {
-    const open = await stdioClient(['--remote', `${api.url}/v1`]);
+    // The static model's server answers to its own name only; with the default name the call is refused, naming it.
+    const unnamed = await call(await stdioClient(['--remote', `${api.url}/v1`]), 'embed', { texts: ['Notice to quit'] });
+    expect(unnamed).toMatchObject({ isError: true, content: [{ text: '400 Validation error: model must be "legal-2-embedder-static"' }] });
+    const open = await stdioClient(['--remote', `${api.url}/v1`, '--model-name', 'legal-2-embedder-static']);
     const r = await call(open, 'embed', { texts: ['Notice to quit'] });
-    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', texts: ['Notice to quit'] });
+    const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder-static', texts: ['Notice to quit'] });
     expect(f32(r.structuredContent!.embeddings)).toEqual(f32((viaApi.body.embeddings as { embedding: number[] }[]).map((e) => e.embedding)));
     expect((await call(open, 'chunk', { text: 'a b c' })).content[0]!.text).toMatch(/^400 Validation error: chunk cuts texts with the model's tokenizer/);
 
     const keyed = await startServe(['--model', STATIC_MODEL_DIR, '--data-dir', join(dir, 'keys')]);
     try {
-      const locked = await stdioClient(['--remote', `${keyed.url}/v1`], { LEXEMBED_API_KEY: '' });
+      const locked = await stdioClient(['--remote', `${keyed.url}/v1`, '--model-name', 'legal-2-embedder-static'], { LEXEMBED_API_KEY: '' });
       const refused = await call(locked, 'embed', { texts: ['Notice to quit'] });
       expect(refused.isError).toBe(true);
       expect(refused._meta!.problem).toMatchObject({ status: 401 });

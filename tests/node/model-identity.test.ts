@@ -1,6 +1,8 @@
-// Two bundled models answer to one API name (legal-2-embedder) with incompatible vectors: each
-// served model shows which weights it is (model_id) and a fingerprint of them, in /health, on
-// every answered operation and in /openai/v1/models, so an index can be checked against a server.
+// The two bundled models make unrelated vectors, so each answers to a name of its own: the hybrid to
+// the spec's legal-2-embedder, the static model to legal-2-embedder-static, and a request for the
+// other name is refused with a problem that names the model served. Each also shows which weights it
+// is (model_id) and a fingerprint of them, in /health, on every answered operation and in
+// /openai/v1/models, so an index can be checked against a server.
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,8 +21,9 @@ describe('the bundled hybrid and static models', () => {
   beforeAll(async () => void ([hybrid, sttc] = await Promise.all([loadModelFolder(BUNDLED_MODEL_DIR, { inference: 'main' }), loadModelFolder(STATIC_MODEL_DIR, { inference: 'main' })])), 120_000);
   afterAll(async () => void (await Promise.all([hybrid?.dispose(), sttc?.dispose()])));
 
-  it('share the API name but not their id or fingerprint', () => {
-    expect(hybrid.modelName).toBe(sttc.modelName);
+  it('answer to different API names, and have different ids and fingerprints', () => {
+    expect(hybrid.modelName).toBe('legal-2-embedder');
+    expect(sttc.modelName).toBe('legal-2-embedder-static');
     expect(hybrid.settings.id).toBe('legal-2-embedder-hybrid-v4.6');
     expect(sttc.settings.id).toBe('legal-2-embedder-static-v4.6');
     expect(hybrid.settings.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
@@ -32,17 +35,35 @@ describe('the bundled hybrid and static models', () => {
     for (const embedder of [hybrid, sttc]) {
       const app = createApp({ embedder });
       const { id: model_id, fingerprint } = embedder.settings;
-      const res = await app.request('/v1/embeddings', post({ model: 'legal-2-embedder', texts: ['Notice of termination'] }));
+      const res = await app.request('/v1/embeddings', post({ model: embedder.modelName, texts: ['Notice of termination'] }));
       expect(res.status).toBe(200);
-      expect(await (await app.request('/health')).json()).toMatchObject({ status: 'ok', model: 'legal-2-embedder', model_id, fingerprint });
+      expect(await (await app.request('/health')).json()).toMatchObject({ status: 'ok', model: embedder.modelName, model_id, fingerprint });
       expect(res.headers.get('x-lexembed-model-id')).toBe(embedder.settings.id);
       expect(res.headers.get('x-lexembed-model-fingerprint')).toBe(fingerprint);
       const models = await (await app.request('/openai/v1/models')).json();
       for (const m of models.data) expect(m).toMatchObject({ owned_by: 'lexembed', lexembed_model_id: embedder.settings.id, fingerprint });
       // A refused request says nothing about weights it did not use.
-      const bad = await app.request('/v1/embeddings', post({ model: 'legal-2-embedder', texts: [] }));
+      const bad = await app.request('/v1/embeddings', post({ model: embedder.modelName, texts: [] }));
       expect(bad.status).toBe(400);
       expect(bad.headers.get('x-lexembed-model-fingerprint')).toBeNull();
+    }
+  });
+
+  it("refuse the other model's name on every route that takes one, naming the model served", async () => {
+    for (const [embedder, other] of [[hybrid, sttc], [sttc, hybrid]] as const) {
+      const app = createApp({ embedder });
+      for (const [path, body] of [
+        ['/v1/embeddings', { model: other.modelName, texts: ['Notice of termination'] }],
+        ['/v1/embeddings/sparse', { model: other.modelName, texts: ['Notice of termination'] }],
+        ['/v1/tokenize', { model: other.modelName, texts: ['Notice of termination'] }],
+        ['/openai/v1/embeddings', { model: other.modelName, input: 'Notice of termination' }],
+      ] as const) {
+        const res = await app.request(path, post(body));
+        expect(res.status, path).toBe(400);
+        const refusal = (await res.json()) as { detail?: string; error?: { message: string } };
+        expect(refusal.detail ?? refusal.error?.message, path).toMatch(new RegExp(`^model must be (one of )?"${embedder.modelName}"`));
+        expect(res.headers.get('x-lexembed-model-fingerprint'), path).toBeNull();
+      }
     }
   });
 });

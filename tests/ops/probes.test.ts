@@ -14,7 +14,7 @@ import { startRedis } from '../support/redis.ts';
 const dataDir = mkdtempSync(join(tmpdir(), 'lexembed-probes-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 const embed = (url: string) =>
-  fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Lease'] }) });
+  fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['Lease'] }) });
 
 describe('/livez and /readyz', () => {
   it('while the model loads: alive, not ready (503 problem)', async () => {
@@ -32,7 +32,7 @@ describe('/livez and /readyz', () => {
     expect(await (await fetch(`${server.url}/livez`)).json()).toEqual({ status: 'alive' });
     const ready = await fetch(`${server.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ status: 'ready', model: 'legal-2-embedder', model_id: expect.any(String), fingerprint: expect.stringMatching(/^sha256:/) });
+    expect(await ready.json()).toMatchObject({ status: 'ready', model: 'legal-2-embedder-static', model_id: expect.any(String), fingerprint: expect.stringMatching(/^sha256:/) });
     server.child.kill('SIGTERM');
     // The first /readyz answered after the signal was handled is a 503; meanwhile requests still get 200.
     let readyz: Response;

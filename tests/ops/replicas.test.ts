@@ -93,7 +93,7 @@ it('through one SIGKILL and one SIGTERM under load: 0 failed requests, every 200
     while (running) {
       const started = performance.now();
       try {
-        const res = await client.embeddings.create({ model: 'legal-2-embedder', texts: TEXTS });
+        const res = await client.embeddings.create({ model: 'legal-2-embedder-static', texts: TEXTS });
         latencies.push(performance.now() - started);
         res.embeddings.forEach((e, i) => cosine(e.embedding, expected.value.vectors[i]!) < 0.999999 && wrong++);
       } catch (error) {
@@ -141,7 +141,7 @@ it('through one SIGKILL and one SIGTERM under load: 0 failed requests, every 200
 it('a key revoked in Redis is refused by every live replica within a second', async () => {
   const live = replicas.filter((r) => r.child.exitCode === null && r.child.signalCode === null);
   expect(live.length).toBeGreaterThanOrEqual(1);
-  const post = (url: string) => fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Lease'] }) });
+  const post = (url: string) => fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['Lease'] }) });
   for (const r of live) expect((await post(r.url)).status).toBe(200);
   const revoked = await runCli(['keys', 'revoke', keyId, '--store', 'redis', '--redis-url', redis.url]);
   expect(revoked.code, revoked.stderr).toBe(0);

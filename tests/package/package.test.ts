@@ -8,9 +8,13 @@
 //   browser-app  lexembed + onnxruntime-web + hono + the model package: none of the server's
 //                packages installed (no onnxruntime-node, no transformers.js package), a Vite app
 //                on lexembed/local builds with no Node-only module in its bundle, and a Worker built
-//                from lexembed/edge answers /v1/embeddings in workerd.
-// publint checks all three packages and are-the-types-wrong the library. Slow by nature (real
-// installs), so each project is installed once.
+//                from lexembed/edge answers /v1/embeddings in workerd;
+//   documents-app lexembed alone: lexembed/documents reads text, says which parser a PDF or DOCX
+//                needs, and reads both once they are installed as it says.
+// Every project is installed as docs/running.md says (allowScripts keeps onnxruntime-node's
+// download from running) and on this Node (20 in CI) with no engine warning. publint checks all
+// three packages and are-the-types-wrong the library. Slow by nature (real installs), so each
+// project is installed once.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +24,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build as esbuild } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { PROJECT_ROOT } from '../../src/node/runtime/load-model.ts';
+import { makeDocx, makePdf } from '../support/documents.ts';
+import { semver } from '../support/semver.ts';
 
 const run = promisify(execFile);
 const SLOW = 600_000;
@@ -29,10 +35,12 @@ const SERVER_ONLY = ['onnxruntime-node', '@huggingface/transformers', 'sharp', '
 
 let scratch: string;
 const tarballs = { lib: '', models: '', server: '' };
-const projects = { server: '', client: '', browser: '', adapters: '' };
+const projects = { server: '', client: '', browser: '', adapters: '', documents: '' };
 let server: ChildProcess | undefined;
 let serverUrl: string;
 let apiKey: string;
+/** What `npm install` printed in each scratch project. */
+const installOutput: Record<string, string> = {};
 
 const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
 /** The version this repository locked, so installs come from npm's cache, not newer releases. */
@@ -46,9 +54,13 @@ async function makeProject(name: string, dependencies: Record<string, string>): 
   const deps = Object.fromEntries(Object.entries(dependencies).map(([d, v]) => [d, d in ours ? ours[d as keyof typeof ours] : v]));
   // Overrides send @lexembed/server's own dependencies on the other two to the tarballs as well.
   const overrides = Object.fromEntries(Object.entries(ours).filter(([d]) => d !== '@lexembed/server').map(([d, v]) => [d, deps[d] ?? v]));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module', dependencies: deps, overrides }, null, 2));
-  writeFileSync(join(dir, '.npmrc'), 'onnxruntime-node-install=skip\n');
-  await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 64 << 20 });
+  // allowScripts (docs/running.md's recipe): onnxruntime-node's install script, which downloads CUDA
+  // libraries and fails offline, never runs. The environment is stripped of the other ways to skip it.
+  const allowScripts = { 'onnxruntime-node': false };
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-${name}`, private: true, type: 'module', dependencies: deps, overrides, allowScripts }, null, 2));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_config_/i.test(k) && !/^ONNXRUNTIME_NODE_INSTALL/.test(k)));
+  const { stdout, stderr } = await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, env, maxBuffer: 64 << 20 });
+  installOutput[name] = stdout + stderr;
   return dir;
 }
 
@@ -71,6 +83,7 @@ beforeAll(async () => {
   projects.client = await makeProject('client-app', { lexembed: '' });
   projects.browser = await makeProject('browser-app', { lexembed: '', '@lexembed/legal-2-embedder': '', 'onnxruntime-web': locked('onnxruntime-web'), hono: locked('hono') });
   projects.adapters = await makeProject('adapters-app', { lexembed: '', '@langchain/core': locked('@langchain/core'), '@ai-sdk/provider': locked('@ai-sdk/provider') });
+  projects.documents = await makeProject('documents-app', { lexembed: '' });
 
   const created = await run(process.execPath, [join(projects.server, 'node_modules', '.bin', 'lexembed'), 'keys', 'create', '--account', 'acct_pkg', '--data-dir', join(scratch, 'keys')], { cwd: projects.server });
   apiKey = /lxk_v1_\S+/.exec(created.stdout)![0];
@@ -144,6 +157,23 @@ describe('what each use installs', () => {
     expect(present.filter((p) => SERVER_ONLY.includes(p))).toEqual([]);
   });
 
+  it('the published packages ask for Node ≥ 20.19, every package they install allows all of that range, and no install printed an engine warning', () => {
+    expect(Object.keys(installOutput).sort()).toEqual(['adapters-app', 'browser-app', 'client-app', 'documents-app', 'server-app']);
+    for (const [name, output] of Object.entries(installOutput)) expect(output, name).not.toMatch(/EBADENGINE|Unsupported engine/);
+    for (const pkg of ['lexembed', '@lexembed/server', '@lexembed/legal-2-embedder']) {
+      expect(JSON.parse(readFileSync(join(projects.server, 'node_modules', pkg, 'package.json'), 'utf8')).engines, pkg).toEqual({ node: '>=20.19' });
+    }
+    // Not only this machine's Node: the whole range the packages promise (semver's subset), for every
+    // installed package (the lock also lists other platforms' optional packages, never installed here).
+    for (const dir of Object.values(projects)) {
+      const { packages } = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { engines?: { node?: string } | string[] }> };
+      for (const [path, meta] of Object.entries(packages)) {
+        const wanted = !Array.isArray(meta.engines) ? meta.engines?.node : undefined;
+        if (path && wanted && existsSync(join(dir, path))) expect(semver.subset('>=20.19', wanted), `${dir}: ${path} wants node ${wanted}`).toBe(true);
+      }
+    }
+  });
+
   it('the server: everything serve needs, from @lexembed/server alone', () => {
     expect(installed(projects.server)).toEqual(expect.arrayContaining(['lexembed', '@lexembed/legal-2-embedder', '@lexembed/server', 'onnxruntime-node', '@hono/node-server', 'prom-client']));
   });
@@ -214,6 +244,34 @@ export const wrong = new LexembedEmbeddings({ dimensions: 'many' });
     }));
     const result = await run(process.execPath, [TSC, '-p', dir], { cwd: dir }).catch((e: { stdout: string; stderr: string }) => e);
     expect('stdout' in result ? result.stdout + result.stderr : '').toBe('');
+  }, SLOW);
+
+  it('lexembed/documents: text files with lexembed alone; a PDF or DOCX says which parser to install; with the two installed at the ranges lexembed names, both read', async () => {
+    const dir = projects.documents;
+    expect(installed(dir)).toEqual(['lexembed', 'zod']);
+    writeFileSync(join(dir, 'notice.txt'), 'NOTICE TO VACATE. The tenant shall leave the premises.');
+    writeFileSync(join(dir, 'lease.pdf'), makePdf([['LEASE AGREEMENT', 'The Lessee shall pay the rent in advance.']]));
+    writeFileSync(join(dir, 'nda.docx'), await makeDocx(['MUTUAL NON-DISCLOSURE AGREEMENT', 'The parties keep secrets.']));
+    writeFileSync(join(dir, 'documents.mjs'), `
+import { readFileSync } from 'node:fs';
+import { extractDocument } from 'lexembed/documents';
+const out = {};
+for (const f of ['notice.txt', 'lease.pdf', 'nda.docx']) {
+  try { out[f] = (await extractDocument(new Uint8Array(readFileSync(f)), f)).text.split('\\n')[0]; }
+  catch (e) { out[f] = 'ERROR ' + e.message; }
+}
+console.log(JSON.stringify(out));
+`);
+    const read = async () => JSON.parse((await run(process.execPath, ['documents.mjs'], { cwd: dir })).stdout) as Record<string, string>;
+    const { peerDependencies: peers } = JSON.parse(readFileSync(join(dir, 'node_modules', 'lexembed', 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
+    const alone = await read();
+    expect(alone['notice.txt']).toMatch(/^NOTICE TO VACATE/);
+    expect(alone['lease.pdf']).toContain(`PDF files with the package pdfjs-dist, which is not installed here: it is an optional peer dependency of lexembed (@lexembed/server installs it); run \`npm install pdfjs-dist@${peers['pdfjs-dist']}\``);
+    expect(alone['nda.docx']).toContain(`DOCX files with the package mammoth, which is not installed here`);
+    expect(alone['nda.docx']).toContain(`npm install mammoth@${peers.mammoth}`);
+    // What the message says to run (the ranges as written; npm's cache has the locked versions).
+    await run(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', `pdfjs-dist@${peers['pdfjs-dist']}`, `mammoth@${peers.mammoth}`], { cwd: dir, maxBuffer: 64 << 20 });
+    expect(await read()).toEqual({ 'notice.txt': expect.stringMatching(/^NOTICE TO VACATE/), 'lease.pdf': expect.stringMatching(/^LEASE AGREEMENT/), 'nda.docx': 'MUTUAL NON-DISCLOSURE AGREEMENT' });
   }, SLOW);
 
   it('the main entry imports with zod alone (contract, client, embedder core)', async () => {
@@ -310,7 +368,7 @@ export default createEdgeHandler({ wasmModule });
     });
     try {
       const res = await mf.dispatchFetch('http://edge.local/v1/embeddings', {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Notice to vacate'] }),
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['Notice to vacate'] }),
       });
       const body = (await res.json()) as { embeddings: { embedding: number[] }[] };
       expect(res.status, JSON.stringify(body)).toBe(200);

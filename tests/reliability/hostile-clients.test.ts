@@ -11,7 +11,7 @@ import { runCli, startServe, waitForOutput, type ServerProcess, devKey } from '.
 import { httpMessage, rawRequest } from '../support/raw-http.ts';
 import { startRedis } from '../support/redis.ts';
 
-const MODEL = 'legal-2-embedder';
+const MODEL = 'legal-2-embedder-static';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const problemOf = async (res: Response) => {
   expect(res.headers.get('content-type')).toBe('application/problem+json');

@@ -17,7 +17,7 @@ test(`lexembed serve on Node ${process.version} answers /v1/embeddings`, async (
         if (m) (clearTimeout(timer), resolve(m[1]));
       });
     });
-    const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder', texts: ['Lease'] }) });
+    const res = await fetch(`${url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['Lease'] }) });
     assert.equal(res.status, 200);
     assert.equal((await res.json()).embeddings[0].embedding.length, 1536);
   } finally {

@@ -44,7 +44,7 @@ async function embed(url: string, key: string, texts: string[]): Promise<{ statu
     const res = await fetch(`${url}/v1/embeddings`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'legal-2-embedder', texts, dimensions: 64 }),
+      body: JSON.stringify({ model: 'legal-2-embedder-static', texts, dimensions: 64 }),
     });
     const body = (await res.json()) as { usage?: { input_tokens: number } };
     return { status: res.status, tokens: res.status === 200 ? body.usage!.input_tokens : 0 };
@@ -88,7 +88,7 @@ describe('two replicas sharing Redis', () => {
           const res = await fetch(`${(i % 2 ? a : b).url}/v1/embeddings`, {
             method: 'POST',
             headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'legal-2-embedder', texts: ['rent'] }),
+            body: JSON.stringify({ model: 'legal-2-embedder-static', texts: ['rent'] }),
           });
           await res.arrayBuffer();
           return res;
