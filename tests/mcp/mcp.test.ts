@@ -137,7 +137,7 @@ describe.each([
   it('an argument of the wrong type is the API\'s 400 problem, not the SDK\'s -32602; its schema has the API\'s bounds', async () => {
     for (const body of [{ texts: ['Lease'], dimensions: 'wide' }, { texts: [1, 2] }, { texts: ['Lease'], dimensions: 0 }, { texts: ['Lease'], task: 'summarise' }]) {
       const viaMcp = await call(client, 'embed', body);
-      const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder', ...body });
+      const viaApi = await post('/v1/embeddings', { model: 'legal-2-embedder-static', ...body });
       expect(viaApi.status, JSON.stringify(body)).toBe(400);
       expect([viaMcp.isError, viaMcp.content[0]!.text], JSON.stringify(body)).toEqual([true, `400 Validation error: ${viaApi.body.detail}`]);
       expect(viaMcp._meta!.problem).toMatchObject({ status: 400, title: 'Validation error', detail: viaApi.body.detail });
