@@ -512,7 +512,7 @@ function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean, fr
 function checkContents(output: string, files: readonly { id: string; path: string }[], done: ReadonlySet<string>): Map<string, string> {
   const now = new Map(files.map((f) => [f.id, createHash('sha256').update(readFileSync(f.path)).digest('hex')]));
   const path = metaPathOf(output);
-  const recorded: Record<string, string> = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')).contents ?? {}) : {};
+  const recorded = recordedContents(path);
   const changed = [...now].filter(([id, sha]) => done.has(id) && recorded[id] !== undefined && recorded[id] !== sha).map(([id]) => id);
   if (changed.length) {
     throw new UsageError(
@@ -520,6 +520,15 @@ function checkContents(output: string, files: readonly { id: string; path: strin
     );
   }
   return now;
+}
+
+/** The content hashes OUT.meta.json holds; none where it is missing or unreadable (checkOrWriteMeta says which). */
+function recordedContents(path: string): Record<string, string> {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')).contents ?? {};
+  } catch {
+    return {};
+  }
 }
 
 /** Records the content hash of each document embedded or about to be (what checkContents compares the next run with). */

@@ -70,7 +70,7 @@ function remoteFailure(error: unknown, remote: string): Error {
   if (!(error instanceof APIError)) return error as Error;
   if (error.status === undefined) return new UsageError(`lexembed search: ${error.message}; is lexembed serve --index running there, and is --remote (LEXEMBED_BASE_URL) right?`);
   if (error.status === 401) return new UsageError(`lexembed search: ${error.message} (set LEXEMBED_API_KEY to a key of the server at ${remote})`);
-  if (error.status === 404 && /POST \/v1\/search/.test(error.message)) return new UsageError(`lexembed search: the server at ${remote} holds no index (start it with lexembed serve --index <index>): ${error.message}`);
+  if (error.status === 404 && /no route at \/v1\/search/.test(error.message)) return new UsageError(`lexembed search: the server at ${remote} holds no index (start it with lexembed serve --index <index>): ${error.message}`);
   return new UsageError(`lexembed search: the server at ${remote} answered ${error.message}`);
 }
 

@@ -51,9 +51,3 @@ export async function namedFiles(tx: SqlQuery, vector: string, query: SparseVect
   const asked = new Set(query.indices);
   return rows.filter((r) => r.s > 0 && r.s >= best / 2).map((r) => ({ id: r.id, score: Number(r.s), terms: new Set(r.terms.filter((t) => asked.has(t))) }));
 }
-
-/** The query less the terms a document's context already answers for. */
-export function withoutTerms(query: SparseVector, terms: ReadonlySet<number>): SparseVector {
-  const keep = query.indices.map((t, i) => (terms.has(t) ? -1 : i)).filter((i) => i >= 0);
-  return { indices: keep.map((i) => query.indices[i]!), values: keep.map((i) => query.values[i]!) };
-}

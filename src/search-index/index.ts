@@ -9,7 +9,6 @@
 import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
-import { contextOf } from './context.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
 import { addFileContexts, checkSameVectors, ensureSchema, IndexError, readSettings, SCHEMA_VERSION, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
@@ -64,7 +63,7 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
     const current = () => (settings ? { settings, contexts: version >= 2 } : null);
     return handle(sql, model, current, async () => {
       if (settings) {
-        if (version < 2) await addFileContexts(sql, contextOf, async (texts) => (await model.sparseOf(texts, 'relative')).map((v) => sparsevecLiteral(v, settings!.vocabularySize)), settings.vocabularySize);
+        if (version < 2) await addFileContexts(sql, async (texts) => (await model.sparseOf(texts, 'relative')).map((v) => sparsevecLiteral(v, settings!.vocabularySize)), settings.vocabularySize);
         version = SCHEMA_VERSION;
         return settings;
       }
@@ -100,8 +99,7 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       const offset = options?.offset ?? 0;
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
-      const rest = (terms: ReadonlySet<number>) => restOfQuery(model, query, terms);
-      return searchPassages(sql, { ...(await model.embedQuery(query, embed)), rest }, now.settings.vocabularySize, { ...options, top, offset }, now.contexts);
+      return searchPassages(sql, { ...(await model.embedQuery(query, embed)), rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.contexts);
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
@@ -127,12 +125,22 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
   };
 }
 
-/** The query's dense vector without the words whose sparse terms are in `terms` (those that name a document). */
-async function restOfQuery(model: IndexModel, query: string, terms: ReadonlySet<number>): Promise<Float32Array | null> {
+/**
+ * The query's dense vector without the words whose sparse terms are in `terms` (those that name a
+ * document): the words' sparse vectors are made once per search, and each distinct rest embedded
+ * once (named documents that are copies of one another name the same words).
+ */
+function restOfQuery(model: IndexModel, query: string): (terms: ReadonlySet<number>) => Promise<Float32Array | null> {
   const words = query.match(/[\p{L}\p{N}]+/gu) ?? [];
-  const vectors = await model.sparseOf(words, 'tf');
-  const naming = vectors.map((v) => v.indices.some((t) => terms.has(t)));
-  // Nothing names the document, or nothing but the name (and words the sparse side skips) is asked.
-  if (!naming.includes(true) || !vectors.some((v, i) => !naming[i] && v.indices.length)) return null;
-  return (await model.embedQuery(words.filter((_, i) => !naming[i]).join(' '))).dense;
+  let vectors: ReturnType<IndexModel['sparseOf']> | undefined;
+  const embedded = new Map<string, Promise<Float32Array>>();
+  return async (terms) => {
+    const asked = await (vectors ??= model.sparseOf(words, 'tf'));
+    const naming = asked.map((v) => v.indices.some((t) => terms.has(t)));
+    // Nothing names the document, or nothing but the name (and words the sparse side skips) is asked.
+    if (!naming.includes(true) || !asked.some((v, i) => !naming[i] && v.indices.length)) return null;
+    const rest = words.filter((_, i) => !naming[i]).join(' ');
+    if (!embedded.has(rest)) embedded.set(rest, model.embedQuery(rest).then((q) => q.dense));
+    return embedded.get(rest)!;
+  };
 }

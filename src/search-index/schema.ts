@@ -12,6 +12,7 @@
 // A file's passages, its row and the counts change in one transaction, so an interrupted run
 // leaves whole files.
 import type { Problem } from '../contract/index.ts';
+import { contextOf } from './context.ts';
 import type { Sql, SqlQuery } from './sql.ts';
 
 /** Bumped when the tables change shape; an index made by a newer lexembed is refused, not misread. */
@@ -85,7 +86,7 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
  * Brings an index of format 1 to 2: each file's context (its opening lines, from its first
  * passage's text) and their sparse vector, in one transaction; nothing is embedded again.
  */
-export async function addFileContexts(sql: Sql, contextOf: (firstPassage: string) => string, sparseOf: (texts: readonly string[]) => Promise<string[]>, vocabularySize: number): Promise<void> {
+export async function addFileContexts(sql: Sql, sparseOf: (texts: readonly string[]) => Promise<string[]>, vocabularySize: number): Promise<void> {
   await sql.transaction(async (tx) => {
     await tx.query(`alter table lexembed_files add column if not exists context text, add column if not exists context_sparse sparsevec(${vocabularySize})`);
     const rows = await tx.query<{ id: number; body: string }>('select f.id, p.body from lexembed_files f join lexembed_passages p on p.file_id = f.id and p.chunk = 0 order by f.id');

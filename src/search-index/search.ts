@@ -6,7 +6,7 @@
 // vectors. --dense-only / --sparse-only keep one list.
 import type { SparseVector } from '../embedder/sparse.ts';
 import { cosineInt8, signBits, sparsevecLiteral } from './model.ts';
-import { namedFiles, withoutTerms, type NamedFile } from './context.ts';
+import { namedFiles, type NamedFile } from './context.ts';
 import { corpusCounts, type CorpusCounts } from './store.ts';
 import type { SqlQuery } from './sql.ts';
 
@@ -288,7 +288,8 @@ async function sparseList(tx: SqlQuery, s: SparseQuery, length: number, filter: 
   const named = new Set(s.named.map((n) => n.id));
   const scored = rows.filter((r) => r.s > 0 && !named.has(r.file)).map((r) => ({ id: r.id, score: Number(r.s) }));
   for (const file of s.named) {
-    const rest = sparsevecLiteral(withoutTerms(s.query, file.terms), s.vocabularySize, s.idf);
+    // The query less the terms the context holds (a weight of 0 leaves a term out of the vector).
+    const rest = sparsevecLiteral(s.query, s.vocabularySize, (term) => (file.terms.has(term) ? 0 : s.idf(term)));
     const own = await tx.query<{ id: string; s: number }>(
       `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p where p.file_id = $2 order by p.sparse <#> $1::sparsevec limit ${length}`,
       [rest, file.id],

@@ -4,14 +4,13 @@
 // same hits a local search gives; the index held by the server refuses a second opener at once,
 // and a wrong key, index or model is exit status 2 with what to do.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { CLI, devKey, runCli, startServe } from '../support/cli.ts';
-import { writeContracts } from '../support/contracts.ts';
+import { indexedContracts } from '../support/contracts.ts';
 
 const MODEL = ['--model', STATIC_MODEL_DIR];
 // Each CLI run loads the model (a few seconds on a busy 2-core machine): generous time per test.
@@ -21,11 +20,7 @@ let dir: string;
 let index: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'lexembed-index-serve-'));
-  await writeContracts(join(dir, 'contracts'), 8);
-  index = join(dir, 'contracts.index');
-  const made = await runCli(['index', join(dir, 'contracts'), '--index', index, ...MODEL]);
-  expect(made.code, made.stderr).toBe(0);
+  ({ dir, index } = await indexedContracts('lexembed-index-serve-', 8));
 }, SLOW_MS);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -96,5 +91,16 @@ describe('lexembed serve --index, and lexembed search --remote', () => {
     const otherModel = await runCli(['serve', '--no-auth', '--port', '0', '--index', index]);
     expect(otherModel.code).toBe(2);
     expect(otherModel.stderr).toMatch(/holds vectors of model .* and this model is .*: their vectors do not compare/);
+  }, SLOW_MS);
+
+  it('a server started without --index: search --remote says it holds none and how to start one', async () => {
+    const server = await startServe(['--no-auth', ...MODEL]);
+    try {
+      const none = await search(['--remote', `${server.url}/v1`]);
+      expect(none.code).toBe(2);
+      expect(none.stderr).toMatch(/the server at http:\/\/.* holds no index \(start it with lexembed serve --index <index>\): 404 /);
+    } finally {
+      await server.stop();
+    }
   }, SLOW_MS);
 });

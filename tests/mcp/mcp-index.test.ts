@@ -4,16 +4,14 @@
 // reads back, and mistakes are tool errors that say what to do. The index stays open in the
 // server (warm), so only one server holds the folder at a time.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { CLI, runCli } from '../support/cli.ts';
-import { writeContracts } from '../support/contracts.ts';
+import { CLI } from '../support/cli.ts';
+import { indexedContracts } from '../support/contracts.ts';
 
 type ToolResult = { isError?: boolean; content: { type: string; text?: string; uri?: string }[]; structuredContent?: Record<string, unknown>; _meta?: { problem?: Record<string, unknown> } };
 type Hit = { file: string; passage_id: string; page?: number; line?: number; excerpt: string; uri: string; text: string };
@@ -23,11 +21,7 @@ let dir: string;
 let index: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'lexembed-mcp-index-'));
-  await writeContracts(join(dir, 'contracts'), 12);
-  index = join(dir, 'contracts.index');
-  const made = await runCli(['index', join(dir, 'contracts'), '--index', index, ...MODEL]);
-  if (made.code !== 0) throw new Error(made.stderr);
+  ({ dir, index } = await indexedContracts('lexembed-mcp-index-', 12));
 }, 180_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,7 +1,7 @@
-// A document's context (its opening lines, which name it) and the query less what a context
-// answers for: pure functions of src/search-index/context.ts.
+// A document's context (its opening lines, which name it): a pure function of
+// src/search-index/context.ts.
 import { describe, expect, it } from 'vitest';
-import { contextOf, CONTEXT_CHARACTERS, withoutTerms } from '../../src/search-index/context.ts';
+import { contextOf, CONTEXT_CHARACTERS } from '../../src/search-index/context.ts';
 
 describe('contextOf', () => {
   it('is the first line: a contract\'s title', () => {
@@ -18,11 +18,5 @@ describe('contextOf', () => {
     expect(context.length).toBeLessThanOrEqual(CONTEXT_CHARACTERS);
     expect(context.length).toBeGreaterThan(CONTEXT_CHARACTERS - 20);
     expect(opening.replace(/\s+/g, ' ').startsWith(`${context} `)).toBe(true);
-  });
-});
-
-describe('withoutTerms', () => {
-  it('drops the terms a context holds and keeps the rest with their weights', () => {
-    expect(withoutTerms({ indices: [3, 7, 12, 40], values: [0.5, 1, 2, 0.25] }, new Set([7, 40, 99]))).toEqual({ indices: [3, 12], values: [0.5, 2] });
   });
 });

@@ -1,7 +1,10 @@
 // A folder of small contracts for the index tests: each names its parties and has numbered
 // clauses, one clause a topic no other contract has, so a question has one right passage.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { runCli } from './cli.ts';
 import { makeDocx, makePdf } from './documents.ts';
 
 export const TOPICS = [
@@ -42,6 +45,19 @@ export async function writeContracts(dir: string, count: number, from = 0): Prom
     names.push(name);
   }
   return names;
+}
+
+/**
+ * `count` contracts in a new temporary folder (`dir/contracts`), indexed by the real CLI on the
+ * static bundled model into `dir/contracts.index`; the caller removes `dir`.
+ */
+export async function indexedContracts(prefix: string, count: number): Promise<{ dir: string; index: string }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  await writeContracts(join(dir, 'contracts'), count);
+  const index = join(dir, 'contracts.index');
+  const made = await runCli(['index', join(dir, 'contracts'), '--index', index, '--model', STATIC_MODEL_DIR]);
+  if (made.code !== 0) throw new Error(`lexembed index exited ${made.code}:\n${made.stderr}`);
+  return { dir, index };
 }
 
 /** A paragraph as lines of at most 80 characters (a PDF line longer than the page is cut off). */
