@@ -31,6 +31,12 @@ export const nonBlankText = (typeError: string | ((iss: { input?: unknown }) => 
 export const integerAtLeast = (min: number, what: string) =>
   z.number({ error: what }).refine(Number.isInteger, { error: what }).min(min, { error: what });
 
+/** An integer from `min` to `max`, one message for every way to miss it (`tail` added to it, e.g. how to page). */
+export const integerFromTo = (min: number, max: number, tail = '') => {
+  const what = `must be an integer from ${min} to ${max}${tail}`;
+  return integerAtLeast(min, what).max(max, { error: what });
+};
+
 /** One of `values`, the message listing them quoted (e.g. `must be one of "a", "b" or null`). */
 export const oneOf = <const T extends readonly [string, ...string[]]>(values: T, tail = '') =>
   z.enum(values, { error: `must be one of ${values.map((v) => `"${v}"`).join(', ')}${tail}` });

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { problem } from './problems.ts';
 import { formatIssues } from './request.ts';
 import type { Result } from './result.ts';
-import { fieldsOf, integerAtLeast, nonBlankText, oneOf, required } from './rules.ts';
+import { fieldsOf, integerFromTo, nonBlankText, oneOf, required } from './rules.ts';
 import { perModel } from './schema-cache.ts';
 
 export const SEARCH_MODES = ['hybrid', 'dense', 'sparse'] as const;
@@ -14,8 +14,6 @@ export const SEARCH_MODES = ['hybrid', 'dense', 'sparse'] as const;
 export const MAX_SEARCH_QUERY_CHARACTERS = 10_000;
 export const MAX_SEARCH_TOP = 1000;
 export const MAX_SEARCH_OFFSET = 10_000;
-
-const bounded = (min: number, max: number, what: string) => integerAtLeast(min, `must be an integer from ${min} to ${max}${what}`).max(max, { error: `must be an integer from ${min} to ${max}${what}` });
 
 export function createSearchRequestSchema(modelName: string) {
   return z.strictObject(
@@ -28,8 +26,8 @@ export function createSearchRequestSchema(modelName: string) {
         .optional()
         .describe('Optional: the model the index was made with; a request naming another model is refused.'),
       index: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).optional().describe("Optional: the index's name or location as the server reports it (GET /health); the server's index when left out."),
-      top: bounded(1, MAX_SEARCH_TOP, '').default(10).describe('How many passages to return.'),
-      offset: bounded(0, MAX_SEARCH_OFFSET, ' (the next page: the previous offset + top)').default(0).describe('Passages to skip first, for the next page.'),
+      top: integerFromTo(1, MAX_SEARCH_TOP).default(10).describe('How many passages to return.'),
+      offset: integerFromTo(0, MAX_SEARCH_OFFSET, ' (the next page: the previous offset + top)').default(0).describe('Passages to skip first, for the next page.'),
       mode: oneOf(SEARCH_MODES).default('hybrid').describe('hybrid (default): the dense and sparse lists fused by score; dense or sparse: one list.'),
       file: z.string({ error: 'must be a string (a glob)' }).optional().describe("Only files whose path matches this glob: `*` any characters but /, `**` any, `?` one; e.g. 'leases/**'."),
       document: z.string({ error: 'must be a string' }).optional().describe('Only the file with exactly this path.'),

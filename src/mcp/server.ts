@@ -154,6 +154,7 @@ function corpusFinder(indexes: readonly McpIndex[]) {
 function registerSearch(server: McpServer, source: ModelSource, indexes: readonly McpIndex[]): void {
   const names = indexes.map((i) => i.name).join(', ');
   const find = corpusFinder(indexes);
+  const searchArgs = searchArguments(names);
   server.registerTool(
     'search',
     {
@@ -161,7 +162,7 @@ function registerSearch(server: McpServer, source: ModelSource, indexes: readonl
       description: indexes.length
         ? `The passages of a legal corpus that best answer a query (hybrid: dense and sparse vectors), each with its file and page (or paragraph, or line), score, the sentences that match and a resource link to the passage. Corpora: ${names}.`
         : 'Search a legal corpus (none was given to this server: start it with --index <index made by lexembed index>).',
-      inputSchema: listed(searchArguments(names)),
+      inputSchema: listed(searchArgs),
       outputSchema: {
         hits: z.array(
           z.object({
@@ -185,9 +186,9 @@ function registerSearch(server: McpServer, source: ModelSource, indexes: readonl
         next_cursor: z.string().optional().describe('an index: pass as cursor for the next page'),
       },
     },
-    (args) =>
+    (call) =>
       answer(source, async () => {
-        const { query, corpus, top, cursor, file, rerank } = parseArguments(searchArguments(names), args);
+        const { query, corpus, top, cursor, file, rerank } = parseArguments(searchArgs, call);
         const index = find(corpus);
         const n = top ?? 5;
         if (index.kind === 'index') {
@@ -209,17 +210,18 @@ function registerSearch(server: McpServer, source: ModelSource, indexes: readonl
 function registerFetch(server: McpServer, source: ModelSource, indexes: readonly McpIndex[]): void {
   const names = indexes.map((i) => i.name).join(', ');
   const find = corpusFinder(indexes);
+  const fetchArgs = fetchArguments(names);
   server.registerTool(
     'fetch',
     {
       title: 'Fetch a passage',
       description: 'A passage of an index by its passage_id (from search), with the passages of its file just before and after it, each with its page (or paragraph, or line).',
-      inputSchema: listed(fetchArguments(names)),
+      inputSchema: listed(fetchArgs),
       outputSchema: { passage: z.record(z.string(), z.unknown()), before: z.array(z.record(z.string(), z.unknown())), after: z.array(z.record(z.string(), z.unknown())) },
     },
-    (args) =>
+    (call) =>
       answer(source, async () => {
-        const { passage_id, corpus, neighbours } = parseArguments(fetchArguments(names), args);
+        const { passage_id, corpus, neighbours } = parseArguments(fetchArgs, call);
         const index = find(corpus);
         if (index.kind !== 'index') throw invalid(`fetch reads an index (lexembed index); "${index.name}" is an output of lexembed embed`);
         const found = await index.index.passage(passage_id, neighbours ?? 1);
@@ -253,12 +255,18 @@ function instructionsFor(indexes: readonly McpIndex[]): string {
 
 type ResourceLink = { type: 'resource_link'; uri: string; name: string; mimeType: string };
 
+/** An integer from `min` to `max` (listed to clients as JSON Schema's integer), one message for every way to miss it. */
+function listedInteger(min: number, max: number) {
+  const what = `must be an integer from ${min} to ${max}`;
+  return z.int({ error: what }).min(min, { error: what }).max(max, { error: what });
+}
+
 /** The search tool's arguments (`names`: the corpora, for the description). */
 function searchArguments(names: string) {
   return {
     query: z.string({ error: 'must be a string' }).regex(/\S/, { error: 'must have a non-whitespace character' }),
     corpus: z.string({ error: 'must be a string' }).optional().describe(`which corpus (${names || 'none configured'}); default: the first`),
-    top: z.int({ error: 'must be an integer from 1 to 100' }).min(1, { error: 'must be an integer from 1 to 100' }).max(100, { error: 'must be an integer from 1 to 100' }).optional().describe('how many passages (default 5, at most 100)'),
+    top: listedInteger(1, 100).optional().describe('how many passages (default 5, at most 100)'),
     cursor: z.string({ error: 'must be a string' }).optional().describe("an index: the previous answer's next_cursor, for the next page"),
     file: z.string({ error: 'must be a string' }).optional().describe("an index: only files whose path matches this glob, e.g. '*acme*.pdf'"),
     rerank: z.boolean({ error: 'must be true or false' }).optional().describe('an output of lexembed embed: reorder the best 50 by cosine with the reranker (default false)'),
@@ -270,7 +278,7 @@ function fetchArguments(names: string) {
   return {
     passage_id: z.string({ error: 'must be a string (a passage_id from search)' }),
     corpus: z.string({ error: 'must be a string' }).optional().describe(`which corpus (${names || 'none configured'}); default: the first`),
-    neighbours: z.int({ error: 'must be an integer from 0 to 10' }).min(0, { error: 'must be an integer from 0 to 10' }).max(10, { error: 'must be an integer from 0 to 10' }).optional().describe('passages before and after it to include (default 1, at most 10)'),
+    neighbours: listedInteger(0, 10).optional().describe('passages before and after it to include (default 1, at most 10)'),
   };
 }
 
