@@ -10,8 +10,8 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
-import { addFileContexts, checkSameVectors, ensureSchema, IndexError, readSettings, SCHEMA_VERSION, type IndexSettings } from './schema.ts';
-import { hitOf, PASSAGE_COLUMNS, searchPassages, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
+import { checkSameVectors, ensureSchema, IndexError, readSettings, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
+import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
 import { updateIndex, type UpdateEvent, type UpdateReport } from './update.ts';
@@ -56,14 +56,14 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
   try {
     const found = await readSettings(sql, sql.where);
     let settings: IndexSettings | null = found;
-    // Format 1 has no document contexts: searches go without them until a writer adds them.
+    // An older format is searched as it is (format 1 without document contexts) until a writer upgrades it.
     let version = found?.schemaVersion ?? SCHEMA_VERSION;
     if (settings) checkSameVectors(settings, { ...model.settings, chunkTokens: settings.chunkTokens }, sql.where);
     else if (options.create === false) throw new IndexError(`no index at ${sql.where}: make one with lexembed index <folder of documents> --index ${location}`);
-    const current = () => (settings ? { settings, contexts: version >= 2 } : null);
+    const current = () => (settings ? { settings, layout: { contexts: version >= 2, sparseTable: sparseTableOf(version) } } : null);
     return handle(sql, model, current, async () => {
       if (settings) {
-        if (version < 2) await addFileContexts(sql, async (texts) => (await model.sparseOf(texts, 'relative')).map((v) => sparsevecLiteral(v, settings!.vocabularySize)), settings.vocabularySize);
+        if (version < SCHEMA_VERSION) await upgradeIndex(sql, version, async (texts) => (await model.sparseOf(texts, 'relative')).map((v) => sparsevecLiteral(v, settings!.vocabularySize)), settings.vocabularySize);
         version = SCHEMA_VERSION;
         return settings;
       }
@@ -79,7 +79,7 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
   }
 }
 
-function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSettings; contexts: boolean } | null, made: () => Promise<IndexSettings>): SearchIndex {
+function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSettings; layout: IndexLayout } | null, made: () => Promise<IndexSettings>): SearchIndex {
   return {
     where: sql.where,
     engine: sql.engine,
@@ -99,7 +99,7 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       const offset = options?.offset ?? 0;
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
-      return searchPassages(sql, { ...(await model.embedQuery(query, embed)), rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.contexts);
+      return searchPassages(sql, { ...(await model.embedQuery(query, embed)), rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.layout);
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);

@@ -76,13 +76,23 @@ interface Scored {
   readonly score: number;
 }
 
-/** The ranked passages for an embedded query; `contexts`: the index keeps its files' contexts (format 2). */
+/** What an index of an older format lacks or keeps elsewhere (schema.ts): searched as it is until a writer upgrades it. */
+export interface IndexLayout {
+  /** The files' contexts (format 2 on). */
+  readonly contexts: boolean;
+  /** The table of the passages' sparse vectors (schema.ts sparseTableOf). */
+  readonly sparseTable: string;
+}
+
+const CURRENT_LAYOUT: IndexLayout = { contexts: true, sparseTable: 'lexembed_sparse' };
+
+/** The ranked passages for an embedded query. */
 export async function searchPassages(
   sql: { transaction<T>(work: (tx: SqlQuery) => Promise<T>): Promise<T> },
   query: { dense: Float32Array; sparse: SparseVector; rest?: RestOfQuery },
   vocabularySize: number,
   options: SearchOptions = {},
-  contexts = true,
+  layout: IndexLayout = CURRENT_LAYOUT,
 ): Promise<SearchHit[]> {
   const top = options.top ?? 10;
   const offset = options.offset ?? 0;
@@ -93,10 +103,10 @@ export async function searchPassages(
     const counts = await corpusCounts(tx, mode === 'dense' ? [] : query.sparse.indices);
     const idf = idfOf(counts);
     const weighted = sparsevecLiteral(query.sparse, vocabularySize, idf);
-    const scoped = contexts && mode !== 'dense' && !options.document && options.documentContext !== false;
+    const scoped = layout.contexts && mode !== 'dense' && !options.document && options.documentContext !== false;
     const named = scoped ? await namedFiles(tx, weighted, query.sparse, fileClause(options, 1)) : [];
     const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, 1), { named, rest: query.rest });
-    const sparse = mode === 'dense' ? null : await sparseList(tx, { query: query.sparse, weighted, idf, vocabularySize, counts, named }, length, fileFilter(options, 2));
+    const sparse = mode === 'dense' ? null : await sparseList(tx, { query: query.sparse, weighted, idf, vocabularySize, counts, named, table: layout.sparseTable }, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
     const page = fused.slice(offset, offset + top);
@@ -258,6 +268,7 @@ interface SparseQuery {
   readonly vocabularySize: number;
   readonly counts: CorpusCounts;
   readonly named: readonly NamedFile[];
+  readonly table: string;
 }
 
 /**
@@ -280,7 +291,7 @@ async function sparseList(tx: SqlQuery, s: SparseQuery, length: number, filter: 
     reached += w.df;
   }
   const rows = await tx.query<{ id: string; file: number; s: number }>(
-    `select p.id::text as id, p.file_id as file, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p ${filter.join}
+    `select p.id::text as id, p.file_id as file, -(p.sparse <#> $1::sparsevec) as s from ${s.table} p ${filter.join}
      where lexembed_sparse_terms(p.sparse) && $2::int[] ${filter.where.replace(/^where /, 'and ')}
      order by p.sparse <#> $1::sparsevec limit ${length}`,
     [s.weighted, finders, ...filter.params],
@@ -291,7 +302,7 @@ async function sparseList(tx: SqlQuery, s: SparseQuery, length: number, filter: 
     // The query less the terms the context holds (a weight of 0 leaves a term out of the vector).
     const rest = sparsevecLiteral(s.query, s.vocabularySize, (term) => (file.terms.has(term) ? 0 : s.idf(term)));
     const own = await tx.query<{ id: string; s: number }>(
-      `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from lexembed_passages p where p.file_id = $2 order by p.sparse <#> $1::sparsevec limit ${length}`,
+      `select p.id::text as id, -(p.sparse <#> $1::sparsevec) as s from ${s.table} p where p.file_id = $2 order by p.sparse <#> $1::sparsevec limit ${length}`,
       [rest, file.id],
     );
     scored.push(...own.map((r) => ({ id: r.id, score: Number(r.s) + file.score })));

@@ -60,9 +60,13 @@ export async function insertFile(
   for (let at = 0; at < passages.length; at += 200) {
     const some = passages.slice(at, at + 200);
     await tx.query(
-      `insert into lexembed_passages (file_id, chunk, start_offset, end_offset, unit_first, unit_last, body, bits, dense, sparse)
-       select $1, c, s, e, uf, ul, b, bits::bit(${some[0]!.dense.length}), decode(d, 'base64'), sp::sparsevec
-       from unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[]) as t(c, s, e, uf, ul, b, bits, d, sp)`,
+      `with made as (
+         insert into lexembed_passages (file_id, chunk, start_offset, end_offset, unit_first, unit_last, body, bits, dense)
+         select $1, c, s, e, uf, ul, b, bits::bit(${some[0]!.dense.length}), decode(d, 'base64')
+         from unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[]) as t(c, s, e, uf, ul, b, bits, d)
+         returning id, chunk)
+       insert into lexembed_sparse (id, file_id, sparse)
+       select made.id, $1, t.sp::sparsevec from made join unnest($2::int[], $10::text[]) as t(c, sp) on t.c = made.chunk`,
       [
         row!.id,
         some.map((p) => p.chunk),
@@ -97,7 +101,7 @@ async function addCounts(tx: SqlQuery, terms: readonly number[], counts: readonl
  * slow to search: every query reads the whole pending list until then).
  */
 export async function settleWrites(sql: SqlQuery): Promise<void> {
-  await sql.query(`select gin_clean_pending_list('lexembed_passages_terms'::regclass)`);
+  await sql.query(`select gin_clean_pending_list('lexembed_sparse_gin'::regclass)`);
 }
 
 /** How many passages there are, and how many hold each term asked for. */

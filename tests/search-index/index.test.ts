@@ -10,6 +10,7 @@ import type { Embedder } from '../../src/embedder/types.ts';
 import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/index.ts';
 import { openLocation } from '../../src/search-index/location.ts';
+import type { Sql } from '../../src/search-index/sql.ts';
 import { SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { makePdf } from '../support/documents.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
@@ -225,6 +226,7 @@ describe('bad input: an IndexError that says what to do', () => {
     await made.update([folder]);
     await made.close();
     const raw = await openLocation(old, { create: false });
+    await toFormat2(raw);
     await raw.query('alter table lexembed_files drop column context, drop column context_sparse');
     await raw.query('update lexembed_index set schema_version = 1');
     await raw.close();
@@ -238,8 +240,39 @@ describe('bad input: an IndexError that says what to do', () => {
     const after = await openLocation(old, { create: false });
     try {
       expect(await after.query('select schema_version from lexembed_index')).toEqual([{ schema_version: SCHEMA_VERSION }]);
+      expect(await after.query(`select (select count(*) from lexembed_sparse) = (select count(*) from lexembed_passages) as same, (select count(*) from lexembed_sparse) > 0 as some`)).toEqual([{ same: true, some: true }]);
       const contexts = await after.query<{ path: string; context: string; terms: number }>('select path, context, cardinality(lexembed_sparse_terms(context_sparse)) as terms from lexembed_files order by path');
       expect(contexts.map((c) => [c.path, c.context, c.terms > 3])).toEqual([0, 1, 2].map((i) => [expect.stringMatching(new RegExp(`^contract-0${i}\\.`)), `AGREEMENT ${i + 1} between Party ${i}A Ltd and Party ${i}B Inc.`, true]));
+    } finally {
+      await after.close();
+    }
+  }, 120_000);
+
+  it('an index of format 2 (sparse vectors in the passages\' rows) gives the same hits, and the next update moves them to their own table without embedding again', async () => {
+    const old = join(dir, 'format-2.index');
+    const folder = join(dir, 'format-2');
+    await writeContracts(folder, 3);
+    const made = await openIndex(old, { embedder });
+    await made.update([folder]);
+    const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
+    const before = (await made.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)]);
+    await made.close();
+    const raw = await openLocation(old, { create: false });
+    await toFormat2(raw);
+    await raw.close();
+    const reopened = await openIndex(old, { embedder });
+    try {
+      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
+      expect(await reopened.update([folder])).toMatchObject({ added: [], changed: [], unchanged: 3, passagesAdded: 0 });
+      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
+    } finally {
+      await reopened.close();
+    }
+    const after = await openLocation(old, { create: false });
+    try {
+      expect(await after.query('select schema_version from lexembed_index')).toEqual([{ schema_version: SCHEMA_VERSION }]);
+      expect(await after.query(`select (select count(*) from lexembed_sparse) = (select count(*) from lexembed_passages) as same, (select count(*) from lexembed_sparse) > 0 as some`)).toEqual([{ same: true, some: true }]);
+      expect(await after.query(`select count(*)::int as n from information_schema.columns where table_name = 'lexembed_passages' and column_name = 'sparse'`)).toEqual([{ n: 0 }]);
     } finally {
       await after.close();
     }
@@ -254,3 +287,16 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(await refused(() => openIndex(damaged, { embedder }))).toMatch(/the index at .*damaged\.index cannot be opened \(.*\): it may be damaged; remove it and run lexembed index again/);
   }, 120_000);
 });
+
+/** Turns a current index back into format 2's layout: the sparse vectors in the passages' rows, with their GIN index there. */
+async function toFormat2(raw: Sql): Promise<void> {
+  await raw.transaction(async (tx) => {
+    const [column] = await tx.query<{ size: string }>(`select format_type(atttypid, atttypmod) as size from pg_attribute where attrelid = 'lexembed_sparse'::regclass and attname = 'sparse'`);
+    await tx.query(`alter table lexembed_passages add column sparse ${column!.size}`);
+    await tx.query('update lexembed_passages p set sparse = s.sparse from lexembed_sparse s where s.id = p.id');
+    await tx.query('alter table lexembed_passages alter column sparse set not null');
+    await tx.query('drop table lexembed_sparse');
+    await tx.query('create index lexembed_passages_terms on lexembed_passages using gin (lexembed_sparse_terms(sparse))');
+    await tx.query('update lexembed_index set schema_version = 2');
+  });
+}
