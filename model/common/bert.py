@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+PAD = 0  # [PAD]'s id in the vocabulary every folder shares
+
 
 class Embeddings(nn.Module):
     def __init__(self, vocab_size, hidden, max_positions, dropout):
@@ -158,3 +160,36 @@ def _init_weights(module):
     if isinstance(module, nn.Embedding) and module.padding_idx is not None:
         with torch.no_grad():
             module.weight[module.padding_idx].zero_()
+
+
+def torch_embed_fn(model, encode, device, batch=256):
+    """Embeds as lexembed serves: `encode(texts)` gives ids (truncated keeping [SEP]), then mean
+    pooling and L2 normalisation, in fp32. Full vectors are cached per text list, so Matryoshka
+    prefixes reuse them."""
+    cache = {}
+
+    def run(texts, dims=None):
+        key = tuple(texts)
+        if key not in cache:
+            cache[key] = embed_full(texts)
+        out = torch.from_numpy(cache[key])
+        if dims:
+            out = out[:, :dims]
+        return F.normalize(out, dim=-1).numpy()
+
+    @torch.no_grad()
+    def embed_full(texts):
+        ids = encode(texts)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = None
+        for start in range(0, len(order), batch):
+            chunk = order[start:start + batch]
+            x, _ = pad_table([ids[i] for i in chunk])
+            x = x.long().to(device)
+            m = (x != PAD).long()
+            pooled = mean_pool(model(x, m), m).float().cpu()
+            if out is None:
+                out = torch.zeros((len(ids), pooled.shape[1]))
+            out[chunk] = pooled
+        return out.numpy()
+    return run

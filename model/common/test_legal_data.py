@@ -8,9 +8,8 @@ import unittest
 
 import random
 
-from legal_data import CHARS_PER_TOKEN_CUT, FILES, GENRES, WordPiece, encode_capped, epoch_sample, is_held_out, sources_of, split_group
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+from model.common.folder import ROOT
+from model.common.legal_data import CHARS_PER_TOKEN_CUT, FILES, GENRES, WordPiece, encode_capped, epoch_sample, is_held_out, sources_of, split_group
 
 
 def load_wordpiece(folder):

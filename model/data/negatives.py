@@ -2,7 +2,7 @@
 source that BM25 and the current bundled model (the static legal-2-embedder) rank highest for its
 heading, minus anything that is not a true negative.
 
-    python3 model/mine_negatives.py --data ../shared/data/legal-pairs \
+    python3 -m model.data.negatives --data ../shared/data/legal-pairs \
         --model models/legal-2-embedder-static --out model/work/negatives.npz
 
 Writes `bm25` and `model` arrays of shape (all pairs, K) holding global row indices (the position
@@ -20,8 +20,9 @@ import time
 import numpy as np
 from scipy import sparse
 
-from evaluate import embed, load_static_model
-from legal_data import is_held_out, load_pairs
+from model.common.folder import needs
+from model.evaluate.served import embed, load_static_model
+from model.common.legal_data import is_held_out, load_pairs
 
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -35,6 +36,7 @@ def main():
     p.add_argument("--depth", type=int, default=30, help="ranks looked at per query")
     p.add_argument("--chunk", type=int, default=512)
     args = p.parse_args()
+    needs("model.data.negatives", (args.data, "pairs"), (args.model, "static"))
     t0 = time.time()
 
     rows = list(load_pairs(args.data))

@@ -5,8 +5,8 @@
 import random
 import unittest
 
-from questions import CROP_TEMPLATES, DEFINITION_TEMPLATES, HEADING_TEMPLATES, QueryMaker
-from test_legal_data import load_wordpiece
+from model.data.questions import CROP_TEMPLATES, DEFINITION_TEMPLATES, HEADING_TEMPLATES, QueryMaker
+from model.common.test_legal_data import load_wordpiece
 
 TOK = load_wordpiece("models/legal-2-embedder")
 HEADING = TOK.encode("Notice of termination")

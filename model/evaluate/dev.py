@@ -1,7 +1,7 @@
 """Scores a model folder on the out-of-distribution dev set (../shared/data/legal-eval-dev: legal
 questions → passages from sources that are not in the training data), per task and mean, ÷ BM25.
 
-    python3 model/evaluate_dev.py --model models/legal-2-embedder [--json OUT] [--mix] [--fuse]
+    python3 -m model.evaluate.dev --model models/legal-2-embedder [--json OUT] [--mix] [--fuse]
 
 The metrics, BM25 and reciprocal-rank fusion are the shared scorer's own
 (../shared/tools/evaluate-retrieval.py, imported), so the figures are the ones it prints over
@@ -10,10 +10,10 @@ onnxruntime), without a server. Vectors are cached under model/work/dev-cache by
 hash, so re-scoring a folder (e.g. --mix) costs seconds.
 
 --mix (a hybrid folder): also scores each part alone and weighted mixes of the parts' cosines
-  (transformer/static, and lexical after model/add_lexical.py), to choose export_hybrid.py's
+  (transformer/static, and lexical after model/graph/lexical.py), to choose export_hybrid.py's
   --weight and add_lexical.py's --weights.
 --fuse: also reciprocal-rank fusion with BM25 (what a hybrid keyword + vector search gives).
---sparse: also the sparse vectors (POST /v1/embeddings/sparse, model/add_lexical.py's sparse_vector)
+--sparse: also the sparse vectors (POST /v1/embeddings/sparse, model/rules/sparse_weights.py's sparse_vector)
   as stores use them: `tf` weighting with the corpus's own idf applied (Qdrant `modifier: "idf"`),
   and documents with `idf` weighting against `tf` queries by plain dot product (pgvector
   sparsevec); each alone and fused with the dense ranking (reciprocal rank, k 60).
@@ -27,18 +27,16 @@ import hashlib
 import importlib.util
 import json
 import os
-import sys
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from evaluate import is_static_folder, onnx_embed_fn, served_prompts, static_embed_fn  # noqa: E402
+from model.common.folder import needs, SHARED, WORK
+from model.evaluate.served import is_static_folder, onnx_embed_fn, served_prompts, static_embed_fn
 
-DEFAULT_DEV = os.path.join(HERE, "..", "..", "shared", "data", "legal-eval-dev")
-DEFAULT_SCORER = os.path.join(HERE, "..", "..", "shared", "tools", "evaluate-retrieval.py")
-CACHE = os.path.join(HERE, "work", "dev-cache")
+DEFAULT_DEV = os.path.join(SHARED, "data", "legal-eval-dev")
+DEFAULT_SCORER = os.path.join(SHARED, "tools", "evaluate-retrieval.py")
+CACHE = os.path.join(WORK, "dev-cache")
 MIX_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
 
 
@@ -86,8 +84,8 @@ def cached_vectors(folder, key, name, kind, texts, embed_fn, use_cache=True):
 
 def parts(folder, vectors):
     """A hybrid's [sqrt(wt)·t/|t|, sqrt(ws)·s/|s|(, sqrt(wl)·l/|l|)] split back into its unit parts
-    (transformer, static and, after model/add_lexical.py, lexical); a Matryoshka rotation
-    (model/matryoshka.py) is undone first."""
+    (transformer, static and, after model/graph/lexical.py, lexical); a Matryoshka rotation
+    (model/graph/matryoshka.py) is undone first."""
     with open(os.path.join(folder, "training.json")) as f:
         training = json.load(f)
     hybrid = training["hybrid"]
@@ -95,8 +93,8 @@ def parts(folder, vectors):
         import onnx
         from onnx import numpy_helper
         rotation = next(t for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer if t.name == "matryoshka.rotation")
-        if "document_form" in hybrid:  # model/document_form.py's last step first: the spread is its own inverse
-            from document_form import spread
+        if "document_form" in hybrid:  # model/graph/document_form.py's last step first: the spread is its own inverse
+            from model.rules.document_form import spread
             vectors = spread(vectors)
         vectors = vectors @ numpy_helper.to_array(rotation).T
     split = hybrid.get("transformer_dims") or training["transformer_runs"][-1]["recipe"]["hidden"]
@@ -204,10 +202,9 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
 def sparse_figures(scorer, folder, documents, queries_text, q, d, ids, queries, qrels, k=60):
     """nDCG@10 of the sparse vectors as two kinds of store use them, alone and fused with the dense ranking."""
     import scipy.sparse as sp
-    from add_lexical import (read_sparse_bigrams, read_sparse_canonical, read_sparse_expansion, read_sparse_table, read_sparse_weight,
-                             sparse_vector, sparse_vocabulary_size)
-    from evaluate import load_tokenizer
-    from legal_data import encode_capped
+    from model.rules.sparse_weights import read_sparse_bigrams, read_sparse_canonical, read_sparse_expansion, read_sparse_table, read_sparse_weight, sparse_vector, sparse_vocabulary_size
+    from model.common.tokenizer_files import load_tokenizer
+    from model.common.legal_data import encode_capped
     with open(os.path.join(folder, "lexembed.json")) as f:
         settings = json.load(f)
     idf, avg_len = read_sparse_table(settings)
@@ -280,8 +277,8 @@ def score_fusion(rankings, kind):
 def served_ids(folder, dev=DEFAULT_DEV, tasks=None):
     """Per dev task (name, corpus, queries, qrels, {"corpus": ids, "queries": ids}): each text after
     its task's prompt, cut at the folder's max_input_tokens, as lexembed serves it."""
-    from evaluate import load_tokenizer
-    from legal_data import encode_capped
+    from model.common.tokenizer_files import load_tokenizer
+    from model.common.legal_data import encode_capped
     scorer = load_scorer()
     with open(os.path.join(folder, "lexembed.json")) as f:
         max_tokens = json.load(f)["max_input_tokens"]
@@ -301,7 +298,7 @@ QUERY_FORM_CORPUS = "corpus-query-form"  # the cache's name for a document-form 
 
 
 def served_document_form(folder):
-    """lexembed.json "document_form" (model/document_form.py), or None."""
+    """lexembed.json "document_form" (model/graph/document_form.py), or None."""
     with open(os.path.join(folder, "lexembed.json")) as f:
         return json.load(f).get("document_form")
 
@@ -343,12 +340,13 @@ def main():
     p.add_argument("--sparse", action="store_true", help="also the sparse vectors as stores use them, alone and fused with the dense ranking")
     p.add_argument("--prefixes", action="store_true", help="also score each Matryoshka prefix the folder lists")
     p.add_argument("--graph", help="which file of the folder's onnx/ to run (default: model.onnx), e.g. "
-                   "model_quantized.onnx for the int8 graph (model/quantize_graph.py)")
+                   "model_quantized.onnx for the int8 graph (model/runtime/quantize.py)")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries per task (0: all)")
     p.add_argument("--query-prompt", default=None, help="text put before every query instead of the folder's own retrieval/query prompt "
                    "(lexembed.json; '' for none), to score a prompt before shipping it")
     p.add_argument("--no-cache", action="store_true", help="embed again even if vectors are cached")
     args = p.parse_args()
+    needs("model.evaluate.dev", (args.model, "folder"), (args.dev, "dev"))
     if not os.path.isdir(args.dev):
         raise SystemExit(f"evaluate_dev.py: no dev set at {args.dev}; pass --dev <legal-eval-dev folder>")
     results = evaluate_dev(args.model, args.dev, args.scorer, args.mix, args.fuse, args.max_queries, not args.no_cache,

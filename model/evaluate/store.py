@@ -9,11 +9,11 @@ user would keep them. Per task and mean nDCG@10 of:
   keyword         FTS5's bm25() over the passages (the store's own full-text search)
   hybrid          reciprocal-rank fusion (k 60) of dense float and keyword, top 100 each
 
-    /usr/bin/python3 model/evaluate_store.py --model models/legal-2-embedder [--json OUT]
+    /usr/bin/python3 -m model.evaluate.store --model models/legal-2-embedder [--json OUT]
 
 Needs Debian's Python (its sqlite3 loads extensions; the venv's does not), numpy, and sqlite-vec's
 vec0.so from npm (devDependency sqlite-vec; node_modules/sqlite-vec-linux-x64/vec0.so). Takes the
-dev set's vectors from model/work/dev-cache (run model/evaluate_dev.py --model FOLDER first).
+dev set's vectors from model/work/dev-cache (run model/evaluate/dev.py --model FOLDER first).
 Never train on this set.
 """
 import argparse
@@ -21,15 +21,13 @@ import json
 import os
 import re
 import sqlite3
-import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from evaluate_dev import CACHE, DEFAULT_DEV, DEFAULT_SCORER, load_scorer, model_key  # noqa: E402
+from model.common.folder import needs, ROOT
+from model.evaluate.dev import CACHE, DEFAULT_DEV, DEFAULT_SCORER, load_scorer, model_key
 
-VEC0 = os.path.join(HERE, "..", "node_modules", "sqlite-vec-linux-x64", "vec0")
+VEC0 = os.path.join(ROOT, "node_modules", "sqlite-vec-linux-x64", "vec0")
 DEPTH = 100
 RRF_K = 60
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -99,6 +97,7 @@ def main():
     p.add_argument("--vec0", default=VEC0, help="sqlite-vec's loadable extension (without .so)")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
+    needs("model.evaluate.store", (args.model, "folder"), (args.dev, "dev"))
     scorer = load_scorer(args.scorer)
     key = model_key(args.model)
     results = {}
@@ -107,7 +106,7 @@ def main():
         corpus, queries, qrels = scorer.load_task(task_dir)
         paths = [os.path.join(CACHE, f"{key}.{name}.{kind}.npy") for kind in ("corpus", "queries")]
         if not all(os.path.exists(x) for x in paths):
-            raise SystemExit(f"evaluate_store.py: no cached vectors of {args.model} for {name}; run model/evaluate_dev.py --model {args.model} first")
+            raise SystemExit(f"evaluate_store.py: no cached vectors of {args.model} for {name}; run model/evaluate/dev.py --model {args.model} first")
         d, q = (np.load(x) for x in paths)
         db = sqlite3.connect(":memory:")
         db.enable_load_extension(True)

@@ -6,10 +6,10 @@ so that lexembed's mean pooling + L2 normalisation serves
 
 whose dot products are w * cos_transformer + (1 - w) * cos_static. Both parts use the same
 WordPiece ids. The two token tables are stored as int8 with per-row scales, dequantised after the
-lookup (model/int8_rows.py); the rest stays fp32. The torch module exported here is the served arithmetic, so
+lookup (model/export/int8_rows.py); the rest stays fp32. The torch module exported here is the served arithmetic, so
 its vectors are what the evaluation scores.
 
-    /usr/bin/python3 model/export_hybrid.py --transformer checkpoint.pt \
+    /usr/bin/python3 -m model.export.hybrid --transformer checkpoint.pt \
         --static models/legal-2-embedder-static --out models/legal-2-embedder \
         --data ../shared/data/legal-pairs --bm25-from models/legal-2-embedder-static/evaluation.json
 
@@ -28,14 +28,16 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
-from bert import Bert
-from evaluate import build_source, load_static_model, model_source, print_report
-from export_static import quantize_rows
-from int8_rows import gather_int8_rows
-from legal_data import load_pairs, split_pairs, encode_capped
-from parity_fixture import write_fixture
-from train_transformer import torch_embed_fn
-from tokenizer_files import write_tokenizer_files
+from model.common.folder import needs
+from model.common.bert import Bert
+from model.evaluate.held_out import build_source, model_source, print_report
+from model.evaluate.served import load_static_model
+from model.export.static import quantize_rows
+from model.export.int8_rows import gather_int8_rows
+from model.common.legal_data import load_pairs, split_pairs, encode_capped
+from model.export.parity_fixture import write_fixture
+from model.common.bert import torch_embed_fn
+from model.common.tokenizer_files import write_tokenizer_files
 
 
 # torch ≥ 2.9 exports through dynamo (and onnxscript, not installable here) unless told otherwise;
@@ -63,7 +65,7 @@ class Hybrid(nn.Module):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--transformer", required=True, help="checkpoint of model/train_transformer.py (fp16 or fp32)")
+    p.add_argument("--transformer", required=True, help="checkpoint of model/train/transformer.py (fp16 or fp32)")
     p.add_argument("--static", required=True, help="static model folder (same tokenizer ids)")
     p.add_argument("--out", help="model folder to write (omit to evaluate only)")
     p.add_argument("--weight", type=float, default=0.5, help="share of the transformer in the score (0-1)")
@@ -76,6 +78,7 @@ def main():
                    help="training.json files of the transformer's runs (recorded in the folder's training.json)")
     p.add_argument("--threads", type=int, default=0)
     args = p.parse_args()
+    needs("model.export.hybrid", (args.transformer, "checkpoint"), (args.static, "static"), (args.data, "pairs"), (args.parity, "parity"))
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -114,8 +117,8 @@ def load_checkpoint(path, static_folder):
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     if "state_dict" in ckpt:
         return ckpt
-    from onnx_weights import config_of
-    from evaluate import load_tokenizer
+    from model.export.onnx_weights import config_of
+    from model.common.tokenizer_files import load_tokenizer
     state = ckpt["model"]
     return {"config": ckpt.get("config") or config_of(state), "state_dict": state, "vocab": load_tokenizer(static_folder).vocab,
             "resumed_step": ckpt["done"]}
@@ -144,7 +147,7 @@ def evaluate(args, model, tok, max_tokens):
     for name, subset in sets.items():
         queries, corpus, _ = build_source(subset)
         if name not in bm25:
-            from evaluate import bm25_source
+            from model.evaluate.held_out import bm25_source
             bm25[name] = bm25_source(subset)
         results[name] = {"queries": len(queries), "corpus": len(corpus), "bm25": bm25[name], "model": model_source(subset, run)}
         print(f"{name}: nDCG@10 {results[name]['model']['ndcg@10']:.3f} (BM25 {bm25[name]['ndcg@10']:.3f})", flush=True)
@@ -184,7 +187,7 @@ def write_folder(args, model, tok, ckpt, cfg, dims, max_tokens):
     settings = {
         "name": "legal-2-embedder",
         "description": "Hybrid legal embedding model trained by lexembed: a 4-layer transformer (model/train_transformer.py) "
-                       "beside the static model (model/train_static.py), combined by model/export_hybrid.py.",
+                       "beside the static model (model/train/static.py), combined by model/export/hybrid.py.",
         "max_input_tokens": max_tokens,
         "pooling": "mean",
         "dimensions": {"default": dims, "max": dims, "matryoshka": [d for d in (32, 64, 128, 256) if d <= cfg["hidden_size"]]},

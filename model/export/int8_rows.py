@@ -10,10 +10,10 @@ the file, took ~100 MB in every session; measured 158 → 25 MB of resident memo
 Done after the lookup, the same float(q) · scale is computed for the looked-up rows only, so the
 vectors are bit-identical (tests/model/int8-rows.test.ts runs both graphs through onnxruntime).
 
-    /usr/bin/python3 model/int8_rows.py models/legal-2-embedder models/legal-2-embedder-static
-    /usr/bin/python3 model/int8_rows.py --check models/legal-2-embedder   # exit 1 if a table would fold
+    /usr/bin/python3 -m model.export.int8_rows models/legal-2-embedder models/legal-2-embedder-static
+    /usr/bin/python3 -m model.export.int8_rows --check models/legal-2-embedder   # exit 1 if a table would fold
 
-model/export_static.py and model/export_hybrid.py write their graphs this way; this rewrites a
+model/export/static.py and model/export/hybrid.py write their graphs this way; this rewrites a
 folder written before. Needs only onnx (Debian: python3-onnx, as /usr/bin/python3).
 """
 import argparse

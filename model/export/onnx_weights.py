@@ -1,8 +1,8 @@
 """Reads a transformer's weights back from a served ONNX file (a transformer folder or the hybrid),
 so training can continue from what ships and nothing but `models/` need be kept between sessions.
 
-    python3 model/onnx_weights.py models/legal-2-embedder --check   # torch vs onnxruntime, cosine
-    python3 model/onnx_weights.py models/legal-2-embedder --write RUN/resume.pt --out FOLDER [--query-prefix PIECE]
+    python3 -m model.export.onnx_weights models/legal-2-embedder --check   # torch vs onnxruntime, cosine
+    python3 -m model.export.onnx_weights models/legal-2-embedder --write RUN/resume.pt --out FOLDER [--query-prefix PIECE]
 
 Named initializers (biases, LayerNorms, embeddings) map by name; int8 tables (`*_int8` with
 `*_row_scale`, export_hybrid.py) are dequantised exactly as the graph does; the anonymous MatMul
@@ -19,12 +19,14 @@ import onnx
 import torch
 from onnx import numpy_helper
 
+from model.common.folder import needs
+
 PREFIX = "bert."
-LEXICAL = ("lexical.", "matryoshka.")  # the initializers model/add_lexical.py adds (the lexical part, the Matryoshka rotation)
+LEXICAL = ("lexical.", "matryoshka.")  # the initializers model/graph/lexical.py adds (the lexical part, the Matryoshka rotation)
 
 
 def bert_state_dict(onnx_path, prefix=PREFIX):
-    """(state_dict, config) of the Bert (model/bert.py) whose parameters are named `prefix`… in the graph."""
+    """(state_dict, config) of the Bert (model/common/bert.py) whose parameters are named `prefix`… in the graph."""
     graph = onnx.load(onnx_path).graph
     init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     consumers = collections.defaultdict(list)
@@ -53,7 +55,7 @@ def bert_state_dict(onnx_path, prefix=PREFIX):
 
 
 def config_of(state, heads=4):
-    """model/bert.py's config from a state dict's shapes (heads cannot be read off them: 4 in every run so far)."""
+    """model/common/bert.py's config from a state dict's shapes (heads cannot be read off them: 4 in every run so far)."""
     words = state["embeddings.word_embeddings.weight"]
     layers = 1 + max(int(k.split(".")[2]) for k in state if k.startswith("encoder.layer."))
     return dict(vocab_size=words.shape[0], hidden_size=words.shape[1], num_hidden_layers=layers, num_attention_heads=heads,
@@ -63,7 +65,7 @@ def config_of(state, heads=4):
 
 def load_bert(folder, heads=None, dropout=0.1):
     """The Bert of a served folder (hybrid or transformer), ready to train or evaluate."""
-    from bert import Bert
+    from model.common.bert import Bert
     path = os.path.join(folder, "onnx", "model.onnx")
     with open(os.path.join(folder, "config.json")) as f:
         served = json.load(f)
@@ -85,7 +87,7 @@ def write_bert(folder, state, out, query_prefix="", source=""):
     as it was. With `query_prefix` (a piece such as [unused0], trained with train_transformer.py
     --query-prefix), the folder serves it as the retrieval/query prompt: the tokenizer keeps it
     whole and it adds nothing to the static and lexical parts."""
-    from export_static import quantize_rows
+    from model.export.static import quantize_rows
     path = os.path.join(folder, "onnx", "model.onnx")
     graph_model = onnx.load(path)
     graph = graph_model.graph
@@ -176,6 +178,7 @@ def main():
     p.add_argument("--out", help="where --write puts the copy (tokenizer, settings and other parts as in the folder)")
     p.add_argument("--query-prefix", default="", help="with --write: the piece the checkpoint was trained with as a query prefix")
     args = p.parse_args()
+    needs("model.export.onnx_weights", (args.folder, "folder"), (args.write, "checkpoint"))
     if args.write:
         if not args.out:
             p.error("--write needs --out")
@@ -190,15 +193,15 @@ def main():
 
 def check(folder, model):
     import onnxruntime as ort
-    from bert import mean_pool
-    from evaluate import load_tokenizer
+    from model.common.bert import mean_pool
+    from model.common.tokenizer_files import load_tokenizer
     tok = load_tokenizer(folder)
     texts = ["What must an organisation make public about its Data Protection Officer?",
              "The lessee shall pay the rent on the first day of each month.", "Limitation period"]
     path = os.path.join(folder, "onnx", "model.onnx")
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     hidden = model.config["hidden_size"]
-    # A v4 folder ends in the Matryoshka rotation (model/matryoshka.py): · Mᵀ undoes it, so the
+    # A v4 folder ends in the Matryoshka rotation (model/graph/matryoshka.py): · Mᵀ undoes it, so the
     # transformer's components are the first `hidden` again.
     rotation = [numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer if t.name == "matryoshka.rotation"]
     for text in texts:

@@ -1,16 +1,17 @@
 """Writes a parity fixture for the static model: for fixed texts, the token ids of the Python
 training tokenizer and the first 8 components of the vector the recipe computes (the int8 table
 as served). The bundled (hybrid) model's fixture, tests/fixtures/legal-model-parity.json, is
-written by model/export_hybrid.py --parity instead.
+written by model/export/hybrid.py --parity instead.
 
-    /usr/bin/python3 model/parity_fixture.py --model models/legal-2-embedder-static \
+    /usr/bin/python3 -m model.export.parity_fixture --model models/legal-2-embedder-static \
         --out static-parity.json   # a copy of an existing fixture: its texts are kept
 """
 import argparse
 import json
 
-from evaluate import embed, load_static_model
-from legal_data import encode_capped
+from model.common.folder import need
+from model.evaluate.served import embed, load_static_model
+from model.common.legal_data import encode_capped
 
 
 def write_fixture(path, fixture):
@@ -25,6 +26,7 @@ def main():
     p.add_argument("--model", required=True)
     p.add_argument("--out", required=True)
     args = p.parse_args()
+    need("model.export.parity_fixture", args.model, "folder")
     with open(args.out, encoding="utf-8") as f:
         fixture = json.load(f)
     table, tok, max_tokens = load_static_model(args.model)

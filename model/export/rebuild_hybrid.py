@@ -1,5 +1,5 @@
 """Rebuilds the hybrid legal-2-embedder on a new static model without the transformer's checkpoint:
-the hybrid folder's ONNX graph keeps its transformer, its lexical part (model/add_lexical.py) if it
+the hybrid folder's ONNX graph keeps its transformer, its lexical part (model/graph/lexical.py) if it
 has one, and its weighting, and its static token table
 (int8 rows + scales, `static.weight_*`) is replaced by the new static model's. Both must share the
 tokenizer. The served vector stays
@@ -11,7 +11,7 @@ normalised sum of token vectors, times sqrt(1 - w). The parity fixture's static 
 from the new table in numpy (the recipe's arithmetic, not the graph), so the served model is
 checked against the recipe, not against itself.
 
-    /usr/bin/python3 model/rebuild_hybrid.py --hybrid models/legal-2-embedder \
+    /usr/bin/python3 -m model.export.rebuild_hybrid --hybrid models/legal-2-embedder \
         --static models/legal-2-embedder-static --parity tests/fixtures/legal-model-parity.json
 """
 import argparse
@@ -22,8 +22,10 @@ import os
 import onnx
 from onnx import numpy_helper
 
-from evaluate import embed, load_static_model, load_tokenizer
-from parity_fixture import write_fixture
+from model.common.folder import needs
+from model.common.tokenizer_files import load_tokenizer
+from model.evaluate.served import embed, load_static_model
+from model.export.parity_fixture import write_fixture
 
 STATIC = "static.weight"
 
@@ -33,7 +35,7 @@ def replace_static_table(graph_model, table_int8, row_scale):
     for suffix, value in (("_int8", table_int8), ("_row_scale", row_scale)):
         old = by_name.get(STATIC + suffix)
         if old is None:
-            raise SystemExit(f"the hybrid graph has no initializer {STATIC + suffix}: not a model/export_hybrid.py folder")
+            raise SystemExit(f"the hybrid graph has no initializer {STATIC + suffix}: not a model/export/hybrid.py folder")
         graph_model.graph.initializer.remove(old)
         graph_model.graph.initializer.append(numpy_helper.from_array(value, STATIC + suffix))
     # Shapes inferred at export (the concatenated width) are stale now; the runtime infers them.
@@ -46,7 +48,7 @@ def replace_static_table(graph_model, table_int8, row_scale):
 
 
 def static_share(hybrid_dir):
-    """The static part's share of the score: 1 − w, or after model/add_lexical.py its own share."""
+    """The static part's share of the score: 1 − w, or after model/graph/lexical.py its own share."""
     with open(os.path.join(hybrid_dir, "training.json")) as f:
         hybrid = json.load(f)["hybrid"]
     return hybrid["weights"]["static"] if "lexical" in hybrid else 1.0 - hybrid["weight"]
@@ -58,6 +60,7 @@ def main():
     p.add_argument("--static", required=True, help="static model folder with the same tokenizer")
     p.add_argument("--parity", help="the hybrid's parity fixture: its static tails are recomputed in place")
     args = p.parse_args()
+    needs("model.export.rebuild_hybrid", (args.hybrid, "hybrid"), (args.static, "static"), (args.parity, "parity"))
 
     hybrid_tok = load_tokenizer(args.hybrid)
     table, static_tok, max_tokens = load_static_model(args.static)
@@ -71,7 +74,7 @@ def main():
     old_width = next(i for i in graph_model.graph.initializer if i.name == STATIC + "_int8").dims[1]
     if "lexical.part_scale" in {i.name for i in graph_model.graph.initializer} and init["table_int8"].shape[1] != old_width:
         raise SystemExit(f"{args.hybrid} has a lexical part scaled for a {old_width}-wide static part; {args.static} is "
-                         f"{init['table_int8'].shape[1]} wide: rebuild from a hybrid without one, then run model/add_lexical.py")
+                         f"{init['table_int8'].shape[1]} wide: rebuild from a hybrid without one, then run model/graph/lexical.py")
     replace_static_table(graph_model, init["table_int8"], init["row_scale"])
     onnx.checker.check_model(graph_model)
     onnx.save(graph_model, graph_path)

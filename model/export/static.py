@@ -8,8 +8,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from int8_rows import gather_int8_rows
-from tokenizer_files import write_tokenizer_files
+from model.export.int8_rows import gather_int8_rows
+from model.common.tokenizer_files import write_tokenizer_files
 
 
 def quantize_rows(weights):

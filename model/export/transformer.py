@@ -1,8 +1,8 @@
-"""Turns a checkpoint of model/train_transformer.py into a lexembed model folder: ONNX (opset 14,
+"""Turns a checkpoint of model/train/transformer.py into a lexembed model folder: ONNX (opset 14,
 inputs input_ids/attention_mask/token_type_ids, output last_hidden_state), int8 weights where the
 vectors hold (cosine to the torch model on a fixed set), tokenizer, config and settings.
 
-    python3 model/export_transformer.py --checkpoint model/work/transformer/checkpoint.pt \
+    python3 -m model.export.transformer --checkpoint model/work/transformer/checkpoint.pt \
         --data ../shared/data/legal-pairs --out model/work/transformer-folder
 
 Needs onnx and onnxruntime (with its quantization tools) beside torch. Writes onnx/model.onnx
@@ -19,9 +19,10 @@ import shutil
 import numpy as np
 import torch
 
-from bert import Bert, mean_pool
-from legal_data import WordPiece, split_pairs, encode_capped
-from tokenizer_files import write_tokenizer_files
+from model.common.folder import needs
+from model.common.bert import Bert, mean_pool
+from model.common.legal_data import WordPiece, split_pairs, encode_capped
+from model.common.tokenizer_files import write_tokenizer_files
 
 PARITY_TEXTS = [
     "Payment of rent",
@@ -43,6 +44,7 @@ def main():
     p.add_argument("--int8-only", action="store_true")
     p.add_argument("--description", default="Transformer legal embedding model trained by lexembed (model/train_transformer.py).")
     args = p.parse_args()
+    needs("model.export.transformer", (args.checkpoint, "checkpoint"), (args.data, "pairs"))
 
     ckpt = torch.load(args.checkpoint, map_location="cpu")
     cfg, vocab = ckpt["config"], ckpt["vocab"]

@@ -1,14 +1,14 @@
-"""Packs what model/gpu_v4.sh reads into one folder a GPU machine can carry (the device tool sends
+"""Packs what model/gpu/v4.sh reads into one folder a GPU machine can carry (the device tool sends
 at most 64 MiB with the working tree): the training pairs with every text cut to the characters
 training reads (--text-tokens × 12) and held-out texts blanked (rows, order and documents kept, so
-the split and model/mine_negatives.py's row numbers still hold), the tokenizer, the served
-transformer as an fp16 checkpoint (--init), the hybrid's fixed parts (model/hybrid_parts.py) and
-the dev probe (model/dev_probe.py prepare).
+the split and model/data/negatives.py's row numbers still hold), the tokenizer, the served
+transformer as an fp16 checkpoint (--init), the hybrid's fixed parts (model/train/hybrid_parts.py) and
+the dev probe (model/gpu/dev_probe.py prepare).
 
-    python3 model/gpu_carry.py --data ../shared/data/legal-pairs --model models/legal-2-embedder \
+    python3 -m model.gpu.carry --data ../shared/data/legal-pairs --model models/legal-2-embedder \
         --negatives model/work/negatives.npz --out .gpu
     # there, before training: the data as gzip files and init.pt as a plain checkpoint
-    python3 model/gpu_carry.py --unpack .gpu --to /tmp/carry
+    python3 -m model.gpu.carry --unpack .gpu --to /tmp/carry
 
 To fit, the pairs travel as xz, the transformer's word table as the served int8 rows (exact) and
 the other weights in fp16, and the mined negatives cut to the first --negatives-kept of each miner.
@@ -19,11 +19,9 @@ import json
 import lzma
 import os
 import shutil
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from legal_data import FILES, is_held_out  # noqa: E402
+from model.common.folder import needs
+from model.common.legal_data import FILES, is_held_out
 
 
 WORD = "embeddings.word_embeddings.weight"
@@ -54,15 +52,16 @@ def main():
     p.add_argument("--unpack", help="a packed folder to unpack (on the GPU machine)")
     p.add_argument("--to", help="where --unpack writes data/ and init.pt")
     args = p.parse_args()
+    needs("model.gpu.carry", (args.data, "pairs"), (args.model, "hybrid"), (args.negatives, "negatives"))
     if args.unpack:
         return unpack(args.unpack, args.to)
     if not (args.data and args.model and args.negatives and args.out):
         p.error("--data, --model, --negatives and --out are needed to pack")
     import torch
-    from dev_probe import prepare
-    from export_static import quantize_rows
-    from hybrid_parts import export
-    from onnx_weights import load_bert
+    from model.gpu.dev_probe import prepare
+    from model.export.static import quantize_rows
+    from model.train.hybrid_parts import export
+    from model.export.onnx_weights import load_bert
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
     for subset, name in FILES.items():
         with gzip.open(os.path.join(args.data, name), "rt", encoding="utf-8") as f, \

@@ -1,32 +1,28 @@
 """Scores transformer checkpoints on the dev set where no model folder or onnxruntime is at hand (a
 GPU machine): the transformer alone and inside the served hybrid (its static and lexical parts and
-shares, model/hybrid_parts.py), as nDCG@10 per task and mean — the figures evaluate_dev.py gives
+shares, model/train/hybrid_parts.py), as nDCG@10 per task and mean — the figures evaluate_dev.py gives
 for a folder, so checkpoints can be chosen where they are trained and only the best carried back.
 
     # here, once: the dev texts as the folder tokenises them (prompts, max_input_tokens)
-    python3 model/dev_probe.py prepare --model models/legal-2-embedder --out dev.npz
+    python3 -m model.gpu.dev_probe prepare --model models/legal-2-embedder --out dev.npz
     # anywhere with torch: one or more checkpoints (train_transformer.py's, fp16 or fp32)
-    python3 model/dev_probe.py score --dev dev.npz --parts parts.npz --json out.json CKPT...
+    python3 -m model.gpu.dev_probe score --dev dev.npz --parts parts.npz --json out.json CKPT...
 
 The probe holds token ids and relevance only; it is for scoring, never for training.
 """
 import argparse
 import json
 import os
-import sys
 import time
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 TASKS = ("obliqa-adgm", "oyez-scotus", "pdpa-singapore")
 
 
 def prepare(folder, out, dev=None):
-    from evaluate_dev import DEFAULT_DEV, served_ids
+    from model.evaluate.dev import DEFAULT_DEV, served_ids
     arrays = {}
     for task, corpus, queries, qrels, ids_of in served_ids(folder, dev or DEFAULT_DEV, TASKS):
         index = {d["id"]: i for i, d in enumerate(corpus)}
@@ -45,7 +41,7 @@ def rows(data, key):
 
 
 def load_checkpoint(path, device):
-    from bert import Bert
+    from model.common.bert import Bert
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     c = ckpt["config"]
     model = Bert(c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"],
@@ -56,26 +52,26 @@ def load_checkpoint(path, device):
 
 def embed(model, ids_list, device):
     """Unit rows as lexembed serves them (mean pooling, fp32), through train_transformer.py's embedder."""
-    from train_transformer import torch_embed_fn
+    from model.common.bert import torch_embed_fn
     return torch.from_numpy(torch_embed_fn(model, lambda rows: [ids_list[i] for i in rows], device)(list(range(len(ids_list))))).to(device)
 
 
 @torch.no_grad()
 def fixed_parts(fixed, ids_list, device, batch=64, document=False):
-    from bert import pad_table
+    from model.common.bert import pad_table
     out = [fixed.encode(pad_table(ids_list[s:s + batch])[0].to(device), document) for s in range(0, len(ids_list), batch)]
     return tuple(torch.cat([o[k] for o in out]) for k in range(3))
 
 
 def ndcg10(scores, rel):
     """Mean nDCG@10 of each row's ranking, by evaluate.py's metrics (the shared scorer's rule)."""
-    from evaluate import metrics
+    from model.evaluate.held_out import metrics
     top = torch.topk(scores, 10, dim=1).indices.cpu().numpy()
     return float(np.mean([metrics(row.tolist(), set(r.tolist()))[0] for row, r in zip(top, rel)]))
 
 
 def score(dev_path, parts_path, checkpoints, device, log=print, only=TASKS, json_path=None):
-    from hybrid_parts import FixedParts
+    from model.train.hybrid_parts import FixedParts
     data = np.load(dev_path)
     fixed = FixedParts(parts_path, device)
     tasks = {}
@@ -111,7 +107,7 @@ def main():
     a.add_argument("--dev", help="the dev set folder (default: ../shared/data/legal-eval-dev)")
     b = sub.add_parser("score", help="score checkpoints")
     b.add_argument("--dev", required=True, help="prepare's .npz")
-    b.add_argument("--parts", required=True, help="model/hybrid_parts.py's .npz")
+    b.add_argument("--parts", required=True, help="model/train/hybrid_parts.py's .npz")
     b.add_argument("--json", help="write the results here")
     b.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks to score (default: all three)")
     b.add_argument("checkpoints", nargs="+")

@@ -5,7 +5,7 @@
 # larger model for comparison ("wide", 6 x 384). Then exports "main" as a lexembed model folder
 # and evaluates that folder's served ONNX file. Results go to $RESULTS (default model/work/gpu).
 #
-#   DATA=path/to/legal-pairs NEGATIVES=model/work/negatives.npz bash model/train_on_gpu.sh
+#   DATA=path/to/legal-pairs NEGATIVES=model/work/negatives.npz bash model/gpu/train_on_gpu.sh
 #
 # MLM_SECONDS / CT_SECONDS set each phase's time budget (turned into steps by a timing probe; the
 # steps are in training.json); MAIN_ARGS / NODC_ARGS add flags to one run; INIT=checkpoint starts "main" from an earlier checkpoint; RUNS picks the runs (default "main no-dc wide"). With PACK=dir,
@@ -13,11 +13,11 @@
 # files of limited size).
 set -uo pipefail
 DATA=$(realpath "${DATA:?set DATA to the legal-pairs folder}")
-NEGATIVES=$(realpath "${NEGATIVES:?set NEGATIVES to model/mine_negatives.py output}")
+NEGATIVES=$(realpath "${NEGATIVES:?set NEGATIVES to python3 -m model.data.negatives's output (step 2)}")
 RESULTS=$(mkdir -p "${RESULTS:-model/work/gpu}" && realpath "${RESULTS:-model/work/gpu}")
 [ -n "${INIT:-}" ] && INIT=$(realpath "$INIT")
 [ -n "${PACK:-}" ] && PACK=$(mkdir -p "$PACK" && realpath "$PACK")
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/../.."  # the checkout: the steps run as python3 -m model.<stage>.<step>
 WORK=${WORK:-/tmp/lexembed-train}
 MLM_SECONDS=${MLM_SECONDS:-170}
 CT_SECONDS=${CT_SECONDS:-130}
@@ -34,7 +34,7 @@ $PY -c "import torch, onnxruntime, tokenizers; print('torch', torch.__version__,
 train() {
   local name=$1; shift
   rm -rf "${WORK:?}/$name"  # nothing of an earlier call on a warm machine may pass for this one's
-  timeout "$TRAIN_LIMIT" $PY train_transformer.py --data "$DATA" --tokenizer ../models/legal-2-embedder-static/tokenizer.json \
+  timeout "$TRAIN_LIMIT" $PY -m model.train.transformer --data "$DATA" --tokenizer models/legal-2-embedder-static/tokenizer.json \
     --negatives "$NEGATIVES" --out "$WORK/$name" --mlm-steps 0 --mlm-seconds "$MLM_SECONDS" --ct-steps 0 --ct-seconds "$CT_SECONDS" "$@" ${EXTRA_ARGS:-} \
     > "$RESULTS/$name.log" 2>&1
   echo "$name exited $?" | tee -a "$RESULTS/gpu.txt"
@@ -55,11 +55,11 @@ nvidia-smi --query-gpu=memory.used --format=csv,noheader >> "$RESULTS/gpu.txt"
 # Only this call's runs: a warm machine may still hold an earlier call's $WORK.
 rm -rf "${WORK:?}/folder"
 if [[ " $RUNS " == *" main "* && -f "$WORK/main/checkpoint.pt" ]]; then
-  timeout 100 $PY export_transformer.py --checkpoint "$WORK/main/checkpoint.pt" --data "$DATA" --out "$WORK/folder" \
-    --parity-texts ../tests/fixtures/legal-model-parity.json --int8-only > "$RESULTS/export.log" 2>&1
-  [ -z "${SKIP_ONNX_EVAL:-}" ] && timeout 120 $PY evaluate.py --data "$DATA" --model "$WORK/folder" --bm25-from "$WORK/main/evaluation.json" \
+  timeout 100 $PY -m model.export.transformer --checkpoint "$WORK/main/checkpoint.pt" --data "$DATA" --out "$WORK/folder" \
+    --parity-texts tests/fixtures/legal-model-parity.json --int8-only > "$RESULTS/export.log" 2>&1
+  [ -z "${SKIP_ONNX_EVAL:-}" ] && timeout 120 $PY -m model.evaluate.held_out --data "$DATA" --model "$WORK/folder" --bm25-from "$WORK/main/evaluation.json" \
     --json "$WORK/folder/evaluation-onnx.json" > "$RESULTS/evaluate-onnx.log" 2>&1
-  # The fp32 ONNX file is 4x the int8 one and export_transformer.py re-makes it from the checkpoint.
+  # The fp32 ONNX file is 4x the int8 one and model.export.transformer re-makes it from the checkpoint.
   mkdir -p "$RESULTS/folder" && (cd "$WORK/folder" && tar -cf - --exclude onnx/model.onnx .) | tar -xf - -C "$RESULTS/folder"
 fi
 for run in $RUNS; do

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # One call on a GPU machine for issue 54 (v4): continue the shipped transformer at GPU scale
 # (batches of 512 pairs + one mined negative each, question-shaped queries) in four runs at once on
-# one GPU, three of them trained partly or wholly on the *hybrid's* score (model/hybrid_parts.py:
+# one GPU, three of them trained partly or wholly on the *hybrid's* score (model/train/hybrid_parts.py:
 # the transformer beside the served static and lexical parts, passages in the folder's document
 # form, so it learns what they miss); each
 # run writes --snapshots fp16 checkpoints; then every snapshot (and the start) is scored on the
-# dev probe (model/dev_probe.py: transformer alone and inside the served hybrid) and the best two
+# dev probe (model/gpu/dev_probe.py: transformer alone and inside the served hybrid) and the best two
 # by the hybrid's mean come back in 15 MB pieces. Choose and ship on the CPU afterwards
-# (onnx_weights.py --write, evaluate_dev.py --mix).
+# (python3 -m model.export.onnx_weights --write, python3 -m model.evaluate.dev --mix).
 #
-#   here:  python3 model/gpu_carry.py --data ../shared/data/legal-pairs --model models/legal-2-embedder \
+#   here:  python3 -m model.gpu.carry --data ../shared/data/legal-pairs --model models/legal-2-embedder \
 #              --negatives model/work/negatives.npz --out .gpu
-#   there: CARRY=.gpu bash model/gpu_v4.sh      (results to $OUT, else model/work/gpu-v4)
+#   there: CARRY=.gpu bash model/gpu/v4.sh      (results to $OUT, else model/work/gpu-v4)
 #
 # The device tool sends the checkout's tracked files, 130 MB with models/ (over its 64 MiB), so the
 # call was made from a throwaway branch that tracks model/ alone (.gpu, ignored, travels as carry):
@@ -31,11 +31,11 @@ RUNS=${RUNS:-plain hyb hybonly hybq}
 WORK=${WORK:-/tmp/lexembed-v4}
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-3}
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/../.."  # the checkout: the steps run as python3 -m model.<stage>.<step>
 rm -rf "${WORK:?}" && mkdir -p "$WORK"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   $PY -c "import torch, tokenizers; print('torch', torch.__version__, 'tokenizers', tokenizers.__version__)"; } | tee "$RESULTS/gpu.txt"
-$PY gpu_carry.py --unpack "$CARRY" --to "$WORK/carry" || exit 1
+$PY -m model.gpu.carry --unpack "$CARRY" --to "$WORK/carry" || exit 1
 
 common=(--data "$WORK/carry/data" --tokenizer "$CARRY/tokenizer.json" --negatives "$CARRY/negatives.npz"
         --init "$WORK/carry/init.pt" --mlm-steps 0 --ct-steps 0 --ct-seconds "$CT_SECONDS" --checkpoint-every 0
@@ -43,7 +43,7 @@ common=(--data "$WORK/carry/data" --tokenizer "$CARRY/tokenizer.json" --negative
 hybrid=(--hybrid-parts "$CARRY/parts.npz")
 train() {
   local name=$1; shift
-  timeout $((CT_SECONDS + 120)) $PY train_transformer.py "${common[@]}" --out "$WORK/$name" "$@" > "$WORK/$name.log" 2>&1
+  timeout $((CT_SECONDS + 120)) $PY -m model.train.transformer "${common[@]}" --out "$WORK/$name" "$@" > "$WORK/$name.log" 2>&1
   echo "$name exited $?" | tee -a "$RESULTS/gpu.txt"
 }
 for run in $RUNS; do
@@ -69,7 +69,7 @@ grep -hE "steps in|exited|Error|error" "$RESULTS/train.log" "$RESULTS/gpu.txt"
 
 # the last snapshots first and the start last (its figures are known), so a probe stopped at the
 # call's limit (LIMIT seconds from the start of this script) keeps the likeliest winners
-timeout $((LIMIT - SECONDS - 15)) $PY dev_probe.py score ${PROBE_ARGS:-} --dev "$CARRY/dev.npz" --parts "$CARRY/parts.npz" --json "$RESULTS/dev.json" \
+timeout $((LIMIT - SECONDS - 15)) $PY -m model.gpu.dev_probe score ${PROBE_ARGS:-} --dev "$CARRY/dev.npz" --parts "$CARRY/parts.npz" --json "$RESULTS/dev.json" \
   "$WORK"/*/snapshot-4.pt "$WORK"/*/snapshot-3.pt "$WORK"/*/snapshot-2.pt "$WORK"/*/snapshot-1.pt "$WORK/carry/init.pt"
 $PY - "$RESULTS/dev.json" "$WORK" <<'EOF'
 import json, os, shutil, subprocess, sys

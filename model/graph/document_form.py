@@ -1,5 +1,5 @@
-"""Gives a hybrid folder with a lexical part (model/add_lexical.py) and a Matryoshka rotation
-(model/matryoshka.py) a *document form*: what `task: retrieval/document` serves at full width.
+"""Gives a hybrid folder with a lexical part (model/graph/lexical.py) and a Matryoshka rotation
+(model/graph/matryoshka.py) a *document form*: what `task: retrieval/document` serves at full width.
 
 A query's vector stays as it was (every part a unit vector, weighed by its share). A document's
 lexical part is no longer made a unit vector: it keeps its length relative to a typical document's,
@@ -31,90 +31,34 @@ query vectors everywhere (what v4.2 served). The embedder asks for it only at fu
 Matryoshka prefix of the document form scores lower than the query form's (prefixes are the query
 form for both sides, as before).
 
-    python3 model/document_form.py --model FOLDER --data ../shared/data/legal-pairs [--k1 0.75 --b 0.5]
+    python3 -m model.graph.document_form --model FOLDER --data ../shared/data/legal-pairs [--k1 0.75 --b 0.5]
 
 c is the median |l_raw| of 20,000 training documents (seeded sample; never the dev set), g_max 2
 (0.1 % of training documents reach 1.73 × c). --k1/--b set the lexical part's BM25 constants in
 the graph first (both forms; the sparse route keeps its own in lexembed.json "sparse").
 """
 import argparse
-import json
 import math
 import os
 import random
 
 import numpy as np
 
-from add_lexical import K1, B, OUTPUT, read_canonical, read_tables
-from stem_classes import canonical_ids
-from legal_data import encode_capped, split_pairs
+from model.common.folder import need, read_json, write_json
+from model.common.legal_data import encode_capped, split_pairs
+from model.rules.bm25 import B, K1, graph_constants, raw_norms
+from model.rules.document_form import MARKER, SPREAD, hadamard, max_norm2
+from model.rules.tables import OUTPUT, read_canonical, read_tables
 
-MARKER = "[unused1]"
-SPREAD = 64  # the last components the slack is spread over (inside the last Matryoshka block)
 RECIPE = "lexical-norm-slack-v1"
+STEP = "model.graph.document_form"
 PREFIX = "lexical.document."
-
-
-def raw_norms(ids_list, bucket, weight, avg_len, k1, b, canonical=None):
-    """|l_raw| per text: the hashed, signed, BM25-saturated piece weights before normalisation
-    (pieces counted by stem class with `canonical`, as add_lexical.lexical_part counts them)."""
-    buckets = int(bucket.max()) + 1
-    out = np.zeros(len(ids_list))
-    for row, ids in enumerate(ids_list):
-        ids = canonical_ids(ids, canonical)
-        length = float((weight[ids] != 0).sum())
-        pieces, tf = np.unique(ids, return_counts=True)
-        sat = tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len))
-        v = np.zeros(buckets)
-        np.add.at(v, bucket[pieces], weight[pieces].astype(np.float64) * sat)
-        out[row] = np.linalg.norm(v)
-    return out
-
-
-def hadamard(n):
-    """The n × n Hadamard matrix (Sylvester's, n a power of 2) ÷ √n: symmetric, orthogonal, every entry ±1/√n."""
-    h = np.ones((1, 1))
-    while h.shape[0] < n:
-        h = np.block([[h, h], [h, -h]])
-    if h.shape[0] != n:
-        raise ValueError(f"{n} is not a power of 2")
-    return h / np.sqrt(n)
-
-
-def spread(vectors):
-    """The served layout's last step (numpy): the last SPREAD components times hadamard(SPREAD)."""
-    out = np.array(vectors, dtype=np.float64)
-    out[:, -SPREAD:] = out[:, -SPREAD:] @ hadamard(SPREAD)
-    return out
-
-
-def form_constants(record):
-    """(c, g_max, Mx²) of a folder's training record (its "document_form" and shares)."""
-    form = record["document_form"]
-    max_lexical = max(record["shares"]["long"][2], record["shares"]["short"][2])
-    return form["c"], form["g_max"], 1 + max_lexical * (form["g_max"] ** 2 - 1)
-
-
-def served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, rotation, document, canonical=None):
-    """The served vectors in numpy (the graph's arithmetic): `dense` the dense parts times their
-    shares' roots, `lexical` the unit lexical part times its share's root, `rotation` the
-    Matryoshka M, `canonical` the lexical part's stem classes (or None); the document form when
-    `document`, else the query form. Rows unit length."""
-    if not document:
-        out = np.concatenate([dense, lexical], axis=1) @ rotation
-        out[:, -1] = 0.0
-        return spread(out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12))  # the embedder normalises
-    c, g_max, m_x2 = form_constants(record)
-    g = np.minimum(raw_norms(ids, bucket, weight, avg_len, k1, b, canonical) / c, g_max)
-    head = (np.concatenate([dense, lexical * g[:, None]], axis=1) @ rotation)[:, :-1]
-    slack = np.sqrt(np.maximum(m_x2 - (head ** 2).sum(1), 0))
-    return spread(np.concatenate([head, slack[:, None]], axis=1) / np.sqrt(m_x2))
 
 
 def set_bm25(graph, k1, b, avg_len):
     """The lexical part's k1 and b (initializers k1_plus_1, k1_fixed, k1_per_length)."""
     from onnx import numpy_helper
-    values = {"lexical.k1_plus_1": k1 + 1, "lexical.k1_fixed": k1 * (1 - b), "lexical.k1_per_length": k1 * b / avg_len}
+    values = graph_constants(k1, b, avg_len)
     for t in graph.initializer:
         if t.name in values:
             t.CopyFrom(numpy_helper.from_array(np.array(values[t.name], dtype=np.float32), t.name))
@@ -129,9 +73,9 @@ def add_document_form(graph_model, marker, cls, c, g_max, max_lexical_share):
     if PREFIX + "c" in names:
         raise SystemExit("the graph has a document form already")
     if not {"lexical.norm_raw", "matryoshka.vector"} <= {o for n in g.node for o in n.output}:
-        raise SystemExit("the graph has no lexical part with a Matryoshka rotation (model/add_lexical.py, model/matryoshka.py)")
+        raise SystemExit("the graph has no lexical part with a Matryoshka rotation (model/graph/lexical.py, model/graph/matryoshka.py)")
     width = next(numpy_helper.to_array(t) for t in g.initializer if t.name == "matryoshka.rotation").shape[0]
-    m_x = math.sqrt(1 + max_lexical_share * (g_max ** 2 - 1))
+    m_x = math.sqrt(max_norm2(max_lexical_share, g_max))
     inits = {
         "marker": np.array(marker, dtype=np.int64), "cls": np.array(cls, dtype=np.int64),
         "c": np.array(c, dtype=np.float32), "g_max": np.array(g_max, dtype=np.float32),
@@ -212,13 +156,14 @@ def main():
     p.add_argument("--id", help="the new model id (default: keep the folder's)")
     args = p.parse_args()
     import onnx
-    from tokenizer_files import load_tokenizer
-    folder = args.model
-    read = lambda name: json.load(open(os.path.join(folder, name)))
-    training, settings = read("training.json"), read("lexembed.json")
+    from model.common.tokenizer_files import load_tokenizer
+    folder = need(STEP, args.model, "folder")
+    need(STEP, args.data, "pairs")
+    training, settings = read_json(folder, "training.json"), read_json(folder, "lexembed.json")
     record = training.get("hybrid", training)
     if "lexical" not in record or "matryoshka" not in record:
-        raise SystemExit(f"{folder}: no lexical part with a Matryoshka rotation (run model/add_lexical.py and model/matryoshka.py first)")
+        raise SystemExit(f"{STEP}: {folder} has no lexical part with a Matryoshka rotation; it is made by "
+                         "python3 -m model.graph.lexical (step 4c), then python3 -m model.graph.matryoshka (step 4e)")
     tables = read_tables(folder)
     bucket, weight, avg_len, _ = tables
     k1 = args.k1 if args.k1 is not None else record["lexical"].get("k1", K1)
@@ -249,14 +194,12 @@ def main():
         "c_from": f"median |l_raw| of {len(ids)} legal-pairs training-split documents (seeded sample)",
         "g_percentiles_50_90_99_999_max": [round(float(x), 3) for x in np.percentile(norms / c, [50, 90, 99, 99.9, 100])],
         "slack_spread": f"the last {SPREAD} components × a {SPREAD}×{SPREAD} normalised Hadamard matrix (both forms)",
-        "added_by": "model/document_form.py"}
+        "added_by": "model/document_form.py"}  # the path the shipped records name (before issue 68)
     settings["document_form"] = {"marker": vocab[MARKER], "replaces": vocab["[CLS]"], "full_width_only": True}
     if args.id:
         settings["id"] = args.id
-    for name, value in (("training.json", training), ("lexembed.json", settings)):
-        with open(os.path.join(folder, name), "w") as f:
-            json.dump(value, f, indent=2, default=str)
-            f.write("\n")
+    write_json(folder, "training.json", training)
+    write_json(folder, "lexembed.json", settings)
     print(f"{folder}: document form added (k1 {k1}, b {b}, c {c:.3f}, g_max {args.g_max}, Mx {m_x:.4f}; "
           f"g at the 99.9th percentile {np.percentile(norms / c, 99.9):.2f})")
 

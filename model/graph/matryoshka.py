@@ -1,4 +1,4 @@
-"""Orders a lexical-v2 folder's vector (model/add_lexical.py) so that its prefixes are good vectors
+"""Orders a lexical-v2 folder's vector (model/graph/lexical.py) so that its prefixes are good vectors
 of their own size: `dimensions: 256` then keeps the 256 directions that carry the most of the
 model's retrieval, instead of the transformer part alone (dev set nDCG@10 0.423 in v3).
 
@@ -15,12 +15,12 @@ training pairs (never the dev set) in three steps:
    spread over its components, so output_dtype int8's fixed scale does not clamp the first ones
    and binary's signs carry the whole block.
 
-    python3 model/matryoshka.py --model models/legal-2-embedder --data ../shared/data/legal-pairs \
+    python3 -m model.graph.matryoshka --model models/legal-2-embedder --data ../shared/data/legal-pairs \
         [--prefixes 32,64,128,256,512,1024] [--pairs 24000] [--steps 400] [--parity FIXTURE]
 
 --parity: the hybrid's fixture (tests/fixtures/legal-model-parity.json) rewritten from the Python
 recipe: ids, and the first 16 and last 8 components of the served vector (the dense parts as the
-graph computes them, the lexical part from model/add_lexical.py's numpy recipe, times M).
+graph computes them, the lexical part from model/rules/bm25.py's numpy recipe, times M).
 """
 import argparse
 import json
@@ -31,12 +31,12 @@ import time
 
 import numpy as np
 
-from add_lexical import (Shares, counted_length, lexical_part, read_sparse_bigrams, read_sparse_canonical, read_sparse_expansion, read_sparse_table,
-                         read_sparse_weight, read_tables, sparse_vector)
-from legal_data import encode_capped, split_pairs
+from model.common.folder import WORK, need, read_json, write_json
+from model.common.legal_data import split_pairs
+from model.graph.parity import write_parity
+from model.rules.matryoshka import PREFIXES, ROTATION
 
-PREFIXES = (32, 64, 128, 256, 512, 1024)
-ROTATION = "matryoshka.rotation"
+STEP = "model.graph.matryoshka"
 
 
 def sample_pairs(data_dir, count, seed):
@@ -141,7 +141,7 @@ def embed_sample(folder, pairs, current, onnx_embed_fn):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     h.update(current.astype(np.float32).tobytes())
-    cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", f"matryoshka-sample-{h.hexdigest()[:16]}.npz")
+    cache = os.path.join(WORK, f"matryoshka-sample-{h.hexdigest()[:16]}.npz")
     if os.path.exists(cache):
         hit = np.load(cache)
         return hit["queries"], hit["documents"]
@@ -157,13 +157,13 @@ def read_rotation(graph_model):
     from onnx import numpy_helper
     found = [t for t in graph_model.graph.initializer if t.name == ROTATION]
     if not found:
-        raise SystemExit(f"the graph has no {ROTATION}: add the lexical part first (model/add_lexical.py)")
+        raise SystemExit(f"the graph has no {ROTATION}: add the lexical part first (model/graph/lexical.py)")
     return found[0], numpy_helper.to_array(found[0]).astype(np.float64)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="a folder with a lexical-v2 part (model/add_lexical.py), rewritten in place")
+    p.add_argument("--model", required=True, help="a folder with a lexical-v2 part (model/graph/lexical.py), rewritten in place")
     p.add_argument("--data", required=True, help="the legal-pairs folder (pairs from its training split)")
     p.add_argument("--prefixes", default=",".join(map(str, PREFIXES)), help="the listed prefix sizes (default 32,64,128,256,512,1024)")
     p.add_argument("--pairs", type=int, default=24000, help="training pairs to fit on, at most as many from each source (default 24000)")
@@ -174,13 +174,10 @@ def main():
     args = p.parse_args()
     import onnx
     from onnx import numpy_helper
-    from evaluate import load_tokenizer, onnx_embed_fn
+    from model.evaluate.served import onnx_embed_fn
 
-    folder = args.model
-    with open(os.path.join(folder, "lexembed.json")) as f:
-        settings = json.load(f)
-    with open(os.path.join(folder, "training.json")) as f:
-        training = json.load(f)
+    folder = need(STEP, args.model, "folder")
+    settings, training = read_json(folder, "lexembed.json"), read_json(folder, "training.json")
     record = training.get("hybrid", training)
     try:
         prefixes = sorted({int(x) for x in args.prefixes.split(",")})
@@ -189,14 +186,18 @@ def main():
     graph_path = os.path.join(folder, "onnx", "model.onnx")
     graph_model = onnx.load(graph_path)
     tensor, current = read_rotation(graph_model)
+    if "lexical" not in record:
+        raise SystemExit(f"{STEP}: {folder} has no lexical part; it is made by python3 -m model.graph.lexical (step 4c)")
+    if not args.parity_only:
+        need(STEP, args.data, "pairs")
     if args.parity_only:
         if not args.parity:
             raise SystemExit("--parity-only needs --parity FIXTURE")
-        write_parity(args.parity, folder, settings, current, load_tokenizer)
+        write_parity(args.parity, folder, settings, current)
         return
     if "document_form" in record:
-        raise SystemExit(f"{folder} has a document form (model/document_form.py), whose query form zeroes the rotation's last "
-                         "component: fit the rotation on the folder before it (rebuild it from model/add_lexical.py on)")
+        raise SystemExit(f"{folder} has a document form (model/graph/document_form.py), whose query form zeroes the rotation's last "
+                         "component: fit the rotation on the folder before it (rebuild it from model/graph/lexical.py on)")
     width = current.shape[0]
     if not prefixes or prefixes[0] < 1 or prefixes[-1] >= width:
         raise SystemExit(f"--prefixes must lie between 1 and the width {width} (exclusive), got {args.prefixes!r}")
@@ -216,95 +217,14 @@ def main():
     tensor.CopyFrom(numpy_helper.from_array(m.astype(np.float32), ROTATION))
     onnx.save(graph_model, graph_path)
     settings["dimensions"]["matryoshka"] = prefixes
-    with open(os.path.join(folder, "lexembed.json"), "w") as f:
-        json.dump(settings, f, indent=2)
-        f.write("\n")
+    write_json(folder, "lexembed.json", settings)
     record["matryoshka"] = {"prefixes": prefixes, "pairs": len(pairs), "steps": args.steps, "kept_step": kept, "seed": args.seed,
-                            "fitted_by": "model/matryoshka.py: PCA, Matryoshka InfoNCE on the prefixes, block rotations",
+                            "fitted_by": "model/matryoshka.py: PCA, Matryoshka InfoNCE on the prefixes, block rotations",  # the recorded path (before issue 68)
                             "from": "legal-pairs training split (the same number of pairs from each source)"}
-    with open(os.path.join(folder, "training.json"), "w") as f:
-        json.dump(training, f, indent=2, default=str)
-        f.write("\n")
+    write_json(folder, "training.json", training)
     print(f"{folder}: rotation written ({time.time() - started:.0f} s); prefixes {prefixes}")
     if args.parity:
-        write_parity(args.parity, folder, settings, m, load_tokenizer)
-
-
-def graph_parts(folder, ids_list):
-    """The graph's own [sqrt(wt)·t, sqrt(ws)·s, …] before the rotation (its "matryoshka.parts",
-    query form), one text at a time: the dense parts exactly as served."""
-    import onnx
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
-    model = onnx.load(os.path.join(folder, "onnx", "model.onnx"))
-    model.graph.output.append(helper.make_tensor_value_info("matryoshka.parts", TensorProto.FLOAT, None))
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    inputs = {i.name for i in session.get_inputs()}
-    out = []
-    for ids in ids_list:
-        x = np.asarray([ids], dtype=np.int64)
-        feed = {"input_ids": x, "attention_mask": np.ones_like(x), "token_type_ids": np.zeros_like(x)}
-        out.append(session.run(["matryoshka.parts"], {k: v for k, v in feed.items() if k in inputs})[0][0, 0])
-    return np.asarray(out, dtype=np.float64)
-
-
-def recipe_vectors(folder, settings, record, ids, m):
-    """The served vectors from the recipe: the graph's dense parts, the lexical part from numpy at
-    the share its text's length gives (add_lexical.Shares), the two concatenated and turned by M.
-    With a document form (model/document_form.py): (query form, document form), else (vectors, None)."""
-    from add_lexical import read_bm25, read_canonical
-    bucket, weight, avg_len, _ = read_tables(folder)
-    k1, b = read_bm25(folder)
-    canonical = read_canonical(folder)
-    buckets = record["lexical"]["buckets"]
-    dense = graph_parts(folder, ids)[:, :-buckets]
-    shares = Shares.of(record).at([counted_length(i, weight) for i in ids])
-    lexical = lexical_part(ids, bucket, weight, avg_len, k1, b, canonical) * np.sqrt(shares[:, 2:3])
-    if not record.get("document_form"):
-        return np.concatenate([dense, lexical], axis=1) @ m, None
-    from document_form import served_form
-    return tuple(served_form(record, ids, bucket, weight, avg_len, k1, b, dense, lexical, m, d, canonical) for d in (False, True))
-
-
-def write_parity(path, folder, settings, m, load_tokenizer):
-    """The fixture's vectors from the recipe (recipe_vectors) and its sparse vectors."""
-    from parity_fixture import write_fixture
-    with open(path, encoding="utf-8") as f:
-        fixture = json.load(f)
-    tok = load_tokenizer(folder)
-    max_tokens = settings["max_input_tokens"]
-    texts = [c["text"] for c in fixture["cases"]]
-    ids = [encode_capped(tok, t, max_tokens) for t in texts]
-    with open(os.path.join(folder, "training.json")) as f:
-        record = json.load(f)
-    record = record.get("hybrid", record)
-    buckets = record["lexical"]["buckets"]
-    vectors, documents = recipe_vectors(folder, settings, record, ids, m)
-    idf, sparse_avg_len = read_sparse_table(settings)
-    classes = read_sparse_canonical(settings)
-    term_weight, bigrams, expansion = read_sparse_weight(settings), read_sparse_bigrams(settings), read_sparse_expansion(settings)
-    ends = lambda v, name: {f"{name}_head": [round(float(x), 6) for x in v[:16]], f"{name}_tail": [round(float(x), 6) for x in v[-8:]]}
-
-    def sparse_of(i, weighting="tf", query=False):
-        pieces, values = sparse_vector(i, idf, sparse_avg_len, weighting=weighting, weight=term_weight, canonical=classes, bigrams=bigrams,
-                                       expansion=expansion if query else None)
-        return {"indices": pieces.tolist(), "values": [round(float(x), 6) for x in values]}
-    fixture["cases"] = [{"text": t, "ids": i, **ends(v, "vector"), **(ends(documents[k], "document") if documents is not None else {}),
-                         "sparse": sparse_of(i), "sparse_relative": sparse_of(i, "relative")["values"], "sparse_idf": sparse_of(i, "idf")["values"],
-                         **({"sparse_query": sparse_of(i, query=True)} if expansion is not None else {})}
-                        for k, (t, i, v) in enumerate(zip(texts, ids, vectors))]
-    fixture["layout"] = {"transformer": record.get("transformer_dims", 0), "static": m.shape[0] - buckets - record.get("transformer_dims", 0),
-                         "lexical": buckets, "matryoshka": settings["dimensions"]["matryoshka"]}
-    fixture["about"] = ("Token ids, the first 16 and the last 8 components of the served vector for "
-                        "models/legal-2-embedder, from the Python recipe (the dense parts as the graph computes them, "
-                        "model/add_lexical.py's numpy lexical part, model/matryoshka.py's rotation)"
-                        + (", the same of the document form (document_head/document_tail: `task: retrieval/document` at full width, "
-                           "model/document_form.py's rule in numpy)" if documents is not None else "")
-                        + ", and the sparse vector of model/add_lexical.py's sparse_vector (indices and weighting tf's values; "
-                          "sparse_relative and sparse_idf: the other weightings' values at the same indices; sparse_query: tf for "
-                          "`task: retrieval/query`, with the query neighbours); the served model must agree.")
-    write_fixture(path, fixture)
-    print(f"wrote {path}: {len(texts)} cases")
+        write_parity(args.parity, folder, settings, m)
 
 
 if __name__ == "__main__":

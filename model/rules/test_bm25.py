@@ -1,6 +1,6 @@
-"""Tests of the lexical part's recipe (model/add_lexical.py; numpy, no data, no onnx).
+"""Tests of the lexical part's recipe (model/graph/lexical.py; numpy, no data, no onnx).
 The served graph is checked against this recipe by tests/embedder/legal-model.test.ts (the parity
-fixture model/matryoshka.py writes from it).
+fixture model/graph/matryoshka.py writes from it).
 
     python3 -m unittest discover -s model -p 'test_*.py'
 """
@@ -8,7 +8,8 @@ import unittest
 
 import numpy as np
 
-from add_lexical import B, K1, Shares, balanced_buckets, counted_length, lexical_part, parse_weights, signed_weights, sparse_vector
+from model.rules.bm25 import B, K1, Shares, balanced_buckets, counted_length, lexical_part, signed_weights
+from model.rules.sparse_weights import sparse_vector
 
 
 def saturated(tf, length, avg_len):
@@ -134,12 +135,6 @@ class LexicalRecipe(unittest.TestCase):
         self.assertEqual(Shares.of({"weights": {"transformer": 0.25, "static": 0.55, "lexical": 0.2}}).at([1]).tolist(), [[0.25, 0.55, 0.2]])
         with self.assertRaises(SystemExit):
             Shares((0.2, 0.2, 0.6), lengths=(12, 4))
-
-    def test_weights_must_be_three_shares_summing_to_one(self):
-        self.assertEqual(parse_weights("0.2,0.2,0.6"), (0.2, 0.2, 0.6))
-        for bad in ("0.5,0.5", "0.5,0.5,0.5", "a,b,c", "-0.1,0.6,0.5"):
-            with self.assertRaises(SystemExit, msg=bad):
-                parse_weights(bad)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ need not change), and strict shape inference then proves every node's types agre
 cannot convert safely (subgraphs; float inputs into ops float16 does not suit) is refused with
 the reason, never written half-converted.
 
-    /usr/bin/python3 model/make_fp16.py models/legal-2-embedder
-    /usr/bin/python3 model/make_fp16.py models/legal-2-embedder --out /tmp/model_fp16.onnx
+    /usr/bin/python3 -m model.runtime.fp16 models/legal-2-embedder
+    /usr/bin/python3 -m model.runtime.fp16 models/legal-2-embedder --out /tmp/model_fp16.onnx
 """
 import argparse
 import os
@@ -64,7 +64,7 @@ def convert(model):
     for node in graph.node:
         for attribute in node.attribute:
             if attribute.g.node or attribute.graphs:
-                raise ValueError(f'node {node.name or node.op_type} ({node.op_type}) has a subgraph; make_fp16.py converts flat graphs only')
+                raise ValueError(f'node {node.name or node.op_type} ({node.op_type}) has a subgraph; model.runtime.fp16 converts flat graphs only')
     floats = float_value_names(model)
     for node in graph.node:
         if node.op_type in REFUSED_WITH_FLOAT_INPUTS and any(name in floats for name in node.input):
@@ -122,7 +122,7 @@ def main(argv=None):
     try:
         converted = convert(onnx.load(source))
     except (ValueError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
-        print(f'make_fp16.py: {source}: {error}', file=sys.stderr)
+        print(f'model.runtime.fp16: {source}: {error}', file=sys.stderr)
         return 1
     partial = out + '.partial'
     onnx.save(converted, partial)

@@ -11,16 +11,13 @@ graph or the int8 one (fusing gained nothing on this project's CPU). Like model_
 made where it is used rather than shipped (about the size of model.onnx). Needs onnx and
 onnxruntime's Python package (its `onnxruntime.transformers` optimiser; model/README.md's venv).
 
-    python3 model/fuse_graph.py --model models/legal-2-embedder --parity tests/fixtures/legal-model-parity.json
+    python3 -m model.runtime.fuse --model models/legal-2-embedder --parity tests/fixtures/legal-model-parity.json
 """
 import argparse
 import json
 import os
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 FUSED_FILE = "model_fused.onnx"
 # Fusion rewrites the arithmetic, not the model: anything further than this from the exported
@@ -45,9 +42,11 @@ def main():
     p.add_argument("--model", required=True, help="a transformer or hybrid model folder")
     p.add_argument("--parity", help="a parity fixture whose texts join the check")
     args = p.parse_args()
+    needs("model.runtime.fuse", (args.model, "folder"), (args.parity, "parity"))
     import onnx
     from onnxruntime.transformers.optimizer import optimize_model
-    from quantize_graph import file_sha256, min_cosine, probe_texts, write_settings
+    from model.common.folder import needs, write_settings
+    from model.runtime.quantize import file_sha256, min_cosine, probe_texts
 
     started = time.time()
     source = os.path.join(args.model, "onnx", "model.onnx")

@@ -9,7 +9,7 @@ tokens, hidden]) and JavaScript does not loop over them:
           = sum over T of hidden * mask / sum over T of mask
     cls:  hidden [B, T, H] -> pooled [B, H] = hidden[:, 0, :]   (mask unused, kept for one signature)
 
-    /usr/bin/python3 model/make_pooling_graphs.py        # the constants device-pooling.ts holds
+    /usr/bin/python3 -m model.runtime.pooling_graphs        # the constants device-pooling.ts holds
 """
 import base64
 import json

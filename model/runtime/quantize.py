@@ -7,26 +7,23 @@ are a small share of the work, and the rotation feeds every served component). T
 what the int8 graph costs in quality, against the float32 graph in the same run:
 
 - the minimum cosine between both graphs' vectors over the parity texts (and short/long probes);
-- with --dev, the dev set's nDCG@10 of both (model/evaluate_dev.py), which `lexembed serve
+- with --dev, the dev set's nDCG@10 of both (model/evaluate/dev.py), which `lexembed serve
   --dtype auto` reads on a CPU: it serves the int8 graph only where the loss is at most 0.005.
 
 Both go into lexembed.json as "quantized" (the model card reports them). Needs onnx and
 onnxruntime's Python package (model/README.md's venv: onnxruntime.quantization).
 
-    python3 model/quantize_graph.py --model models/legal-2-embedder --dev ../shared/data/legal-eval-dev
+    python3 -m model.runtime.quantize --model models/legal-2-embedder --dev ../shared/data/legal-eval-dev
 """
 import argparse
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import time
 
-import numpy as np
+from model.common.folder import needs, write_settings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 QUANTIZED_FILE = "model_quantized.onnx"
 # The served rule (src/node/runtime/webgpu/decide.ts reads lexembed.json's figures): int8 is served
@@ -86,17 +83,10 @@ def probe_texts(parity):
 
 def min_cosine(folder, file, texts):
     """The least cosine between onnx/model.onnx's vectors and onnx/<file>'s over `texts`, as
-    queries and as documents (the document form, model/document_form.py, where the folder has one)."""
-    from evaluate import onnx_embed_fn
+    queries and as documents (the document form, model/graph/document_form.py, where the folder has one)."""
+    from model.evaluate.served import onnx_embed_fn
     full, other = onnx_embed_fn(folder), onnx_embed_fn(folder, file=file)
     return min(float((full(texts, document=d) * other(texts, document=d)).sum(1).min()) for d in (False, True))
-
-
-def write_settings(folder, settings):
-    """lexembed.json, as the model scripts write it (indent 2, a final newline)."""
-    with open(os.path.join(folder, "lexembed.json"), "w") as f:
-        json.dump(settings, f, indent=2)
-        f.write("\n")
 
 
 def main():
@@ -105,6 +95,7 @@ def main():
     p.add_argument("--parity", help="a parity fixture whose texts join the cosine check (tests/fixtures/legal-model-parity.json)")
     p.add_argument("--dev", help="the dev set folder: score both graphs (recorded for --dtype auto)")
     args = p.parse_args()
+    needs("model.runtime.quantize", (args.model, "folder"), (args.parity, "parity"), (args.dev, "dev"))
     started = time.time()
     nodes = quantize(args.model)
     texts = probe_texts(args.parity)
@@ -124,7 +115,7 @@ def main():
               # folder rebuilt since) does not serve this int8 graph under --dtype auto.
               "source_sha256": file_sha256(os.path.join(args.model, "onnx", "model.onnx"))}
     if args.dev:
-        from evaluate_dev import evaluate_dev
+        from model.evaluate.dev import evaluate_dev
         write_settings(args.model, settings)
         quiet = lambda *a, **k: None  # noqa: E731
         full = evaluate_dev(args.model, args.dev, log=quiet)["mean"]["model_ndcg@10"]

@@ -18,7 +18,7 @@ that. GloVe's vectors as the neighbours' source helped the plain-English task an
 others (RRF 0.7107-0.7124); co-occurrence of heading and passage words in the training pairs gave
 dataset artefacts, not neighbours.
 
-    python3 model/sparse_expansion.py --model FOLDER [--weight 0.3] [--neighbours 5] [--threshold 0.4] [--max-idf 9] [--id NEW_ID] [--strip]
+    python3 -m model.sparse.query_neighbours --model FOLDER [--weight 0.3] [--neighbours 5] [--threshold 0.4] [--max-idf 9] [--id NEW_ID] [--strip]
 
 lexembed.json "sparse".expansion carries the rule, α and the table (sources ascending, then each
 source's neighbours by similarity: base64 little-endian int32 sources and targets, float32
@@ -31,8 +31,8 @@ import sys
 
 import numpy as np
 
-from add_lexical import read_sparse_canonical, read_sparse_table
-from sparse_bigrams import continuation_flags, positive_number, read_sparse_settings, write_sparse_entry
+from model.rules.sparse_weights import read_sparse_canonical, read_sparse_table
+from model.sparse.word_pairs import continuation_flags, parse_sparse_step, positive_number, write_sparse_entry
 
 RULE = "query-neighbours-v1"
 # the static part's int8 table and row scale: in a hybrid's graph, and in a static folder's
@@ -75,20 +75,17 @@ def neighbour_table(rows, idf, canonical, continuation, neighbours, threshold, m
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="a hybrid or static folder whose lexembed.json has a \"sparse\" entry (model/add_lexical.py)")
+    p.add_argument("--model", required=True, help="a hybrid or static folder whose lexembed.json has a \"sparse\" entry (model/graph/lexical.py)")
     p.add_argument("--weight", type=positive_number, default=0.3, help="α, a neighbour's share of its proposer's weight per unit of similarity (default 0.3, chosen on the dev set)")
     p.add_argument("--neighbours", type=int, default=5, help="neighbours listed per word (default 5)")
     p.add_argument("--threshold", type=float, default=0.4, help="the least cosine a listed neighbour has (default 0.4)")
     p.add_argument("--max-idf", type=float, default=9.0,
                    help="the rarest a neighbour may be, as training idf (default 9: a word in at least ~1 in 8,000 training texts, "
                         "whose row was trained; rarer rows give odd neighbours such as 'pinnacle' for 'salary')")
-    p.add_argument("--strip", action="store_true", help="take the neighbours out again")
-    p.add_argument("--id", help="a new lexembed.json id for the folder (its sparse query vectors change; documents do not)")
-    args = p.parse_args()
-    path, settings = read_sparse_settings(args.model)
-    if args.strip:
-        write_sparse_entry(args.model, settings, "expansion", None, args.id)
-        return print(f"{path}: query neighbours taken out")
+    args, opened = parse_sparse_step(p, "expansion", "query neighbours", "a new lexembed.json id for the folder (its sparse query vectors change; documents do not)")
+    if opened is None:
+        return
+    path, settings = opened
     if args.neighbours < 1:
         raise SystemExit(f"--neighbours must be at least 1, got {args.neighbours}")
     if not -1 <= args.threshold <= 1:

@@ -6,7 +6,7 @@ punctuation, specials) are their own class.
 
     canonical = stem_classes(vocab)     # int64, canonical[id] = the class's smallest id
 
-Nothing stems at run time: model/add_lexical.py --stems writes the table into the graph (a Gather in
+Nothing stems at run time: model/graph/lexical.py --stems writes the table into the graph (a Gather in
 front of the lexical part) and into lexembed.json "sparse".canonical (src/embedder/sparse.ts), so
 the browser, the edge and Node read the same classes. Measured on the dev set (BM25 0.647): the
 sparse vectors with the corpus's idf alone 0.679 -> 0.705, the hybrid's dense vectors 0.673 ->
@@ -48,12 +48,6 @@ def stem_classes(vocab, stem=None):
     for ids in classes.values():
         canonical[ids] = min(ids)
     return canonical
-
-
-def canonical_ids(ids, canonical):
-    """A text's ids as classes (unchanged without a table)."""
-    ids = np.asarray(ids, dtype=np.int64)
-    return ids if canonical is None else canonical[ids]
 
 
 def classes_record(canonical):

@@ -1,4 +1,4 @@
-"""Tests of the query neighbours' table (model/sparse_expansion.py; numpy, no data, no onnx).
+"""Tests of the query neighbours' table (model/sparse/query_neighbours.py; numpy, no data, no onnx).
 
     python3 -m unittest discover -s model -p 'test_*.py'
 """
@@ -6,7 +6,7 @@ import unittest
 
 import numpy as np
 
-from sparse_expansion import neighbour_table
+from model.sparse.query_neighbours import neighbour_table
 
 
 class NeighbourTable(unittest.TestCase):

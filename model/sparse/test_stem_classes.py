@@ -1,19 +1,17 @@
-"""Tests of the stem classes (model/stem_classes.py) and of the lexical part and sparse vectors
-that count them (model/add_lexical.py, model/document_form.py): numpy with a stand-in stemmer; the
-real Snowball stems where a stemmer package is installed; the graph where onnx and onnxruntime are.
+"""Tests of the stem classes (model/sparse/stem_classes.py) and of the rules that count them
+(model/rules/bm25.py, sparse_weights.py): numpy with a stand-in stemmer; the real Snowball stems
+where a stemmer package is installed. The graph's counting: model/graph/test_lexical_graph.py.
 
-    python3 -m unittest discover -s model -p 'test_*.py'
+    npm run test:model
 """
 import importlib.util
-import os
-import tempfile
 import unittest
 
 import numpy as np
 
-from add_lexical import B, K1, balanced_buckets, lexical_part, read_term_weights, signed_weights, sparse_vector
-from document_form import raw_norms
-from stem_classes import canonical_ids, stem_classes
+from model.rules.bm25 import B, K1, balanced_buckets, canonical_ids, lexical_part, raw_norms, signed_weights
+from model.rules.sparse_weights import sparse_vector
+from model.sparse.stem_classes import stem_classes
 
 # a stand-in for Snowball: strips a few English endings
 STEM = lambda word: next((word[: -len(e)] for e in ("ations", "ation", "ated", "ate", "ies", "y", "s") if word.endswith(e)), word)  # noqa: E731
@@ -75,58 +73,6 @@ class CountedByClass(unittest.TestCase):
             self.assertEqual(len(set(weight[members].tolist())), 1)
         classes = np.flatnonzero(self.canonical == np.arange(len(self.canonical)))
         self.assertEqual(sorted(np.bincount(bucket[classes], minlength=4).tolist()), [2, 2, 2, 2])
-
-    def test_term_weights_learned_with_other_classes_are_refused(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "w.npz")
-            np.savez(path, weight=np.ones(len(self.idf)), idf=self.idf, step=1)
-            with self.assertRaisesRegex(SystemExit, "pass --stems to both scripts"):
-                read_term_weights(path, self.idf, self.canonical)
-            np.savez(path, weight=np.ones(len(self.idf)), idf=self.idf, step=1, canonical=self.canonical)
-            self.assertEqual(read_term_weights(path, self.idf, self.canonical)[1], 1)
-            with self.assertRaisesRegex(SystemExit, "pass --stems to both scripts"):
-                read_term_weights(path, self.idf, None)
-
-
-@unittest.skipUnless(importlib.util.find_spec("onnx") and importlib.util.find_spec("onnxruntime"), "needs onnx and onnxruntime")
-class StemClassesGraph(unittest.TestCase):
-    def test_the_graph_counts_classes_as_the_recipe_does_in_both_forms(self):
-        import onnx
-        import onnxruntime as ort
-        from add_lexical import OUTPUT, Shares, add_to_graph
-        from document_form import add_document_form, served_form
-        from test_document_form import stand_in_model
-        vocab, width_dense, buckets = 120, 8, 64 + 8
-        rng = np.random.default_rng(5)
-        canonical = np.arange(vocab)
-        canonical[[11, 12]] = 10  # one class of three pieces
-        canonical[[21]] = 20
-        idf = rng.uniform(0.5, 5.0, vocab)
-        idf[[0, 1, 2, 3]] = 0.0  # 0 pad, 1 [CLS], 2 marker, 3 [SEP]
-        idf = idf[canonical]
-        table = rng.normal(size=(vocab, width_dense)).astype(np.float32)
-        model = stand_in_model(table)
-        bucket, weight = balanced_buckets(idf, buckets, canonical), signed_weights(idf, 0, None, canonical)
-        parts = np.zeros((3, width_dense + buckets))
-        parts[1, :width_dense] = 1.0
-        parts[2, width_dense:] = 1.0
-        shares = Shares((0, 0.4, 0.6))
-        add_to_graph(model, bucket, weight, 4.0, parts, shares, normalise_dense=True, canonical=canonical)
-        add_document_form(model, marker=2, cls=1, c=3.0, g_max=2.0, max_lexical_share=0.6)
-        onnx.checker.check_model(model)
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        run = lambda ids: session.run([OUTPUT], {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64)})[0][0, 0]
-        ids = [1, 10, 11, 12, 20, 21, 30, 3]
-        record = {"document_form": {"c": 3.0, "g_max": 2.0, "m_x": float(np.sqrt(1 + 0.6 * 3))}, "shares": shares.record()}
-        dense = table[ids].sum(0)
-        dense = np.sqrt(0.4) * dense / np.linalg.norm(dense)
-        lexical = np.sqrt(0.6) * lexical_part([ids], bucket, weight, 4.0, canonical=canonical)
-        for marker, document in ((1, False), (2, True)):
-            served = run([marker] + ids[1:])
-            recipe = served_form(record, [ids], bucket, weight, 4.0, K1, B, dense[None], lexical, np.eye(width_dense + buckets), document, canonical)[0]
-            np.testing.assert_allclose(served / np.linalg.norm(served), recipe, atol=1e-5)
-        # the same text with each class's pieces spelled by its smallest one serves the same vector
-        np.testing.assert_allclose(run(ids)[width_dense:], run([1, 10, 10, 10, 20, 20, 30, 3])[width_dense:], atol=1e-6)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ uint32). Nothing changes in the graph or the dense vectors. Measured on the dev 
 relative documents with the corpus's idf 0.705 → 0.715 at β 0.6, fused with the dense ranking by
 RRF 0.708 → 0.712.
 
-    python3 model/sparse_bigrams.py --model FOLDER [--weight 0.6] [--id NEW_ID] [--strip]
+    python3 -m model.sparse.word_pairs --model FOLDER [--weight 0.6] [--id NEW_ID] [--strip]
 
 The continuation flags travel as a bitmap (base64, bit i of byte i >> 3, least significant first),
 so every runtime applies the rule from lexembed.json alone (src/embedder/sparse.ts).
@@ -25,8 +25,8 @@ import os
 
 import numpy as np
 
-from add_lexical import read_sparse_table
-from quantize_graph import write_settings
+from model.rules.sparse_weights import read_sparse_table
+from model.common.folder import write_settings
 
 RULE = "word-pairs-v1"
 SLOTS = 16_777_213  # the largest prime below 2**24
@@ -60,14 +60,14 @@ def positive_number(text):
 
 def read_sparse_settings(folder):
     """(lexembed.json's path, its settings) for a folder whose settings carry a "sparse" entry;
-    anything else stops with what is wrong and the fix (sparse_bigrams.py, sparse_expansion.py)."""
+    anything else stops with what is wrong and the fix (word_pairs.py, query_neighbours.py)."""
     path = os.path.join(folder, "lexembed.json")
     if not os.path.isfile(path):
         raise SystemExit(f"{path} does not exist: --model takes a model folder (models/legal-2-embedder or models/legal-2-embedder-static)")
     with open(path, encoding="utf-8") as f:
         settings = json.load(f)
     if "sparse" not in settings:
-        raise SystemExit(f"{path} has no \"sparse\" entry: add the lexical part first (model/add_lexical.py)")
+        raise SystemExit(f"{path} has no \"sparse\" entry; it is made by python3 -m model.graph.lexical (step 4c): add the lexical part first")
     return path, settings
 
 
@@ -82,18 +82,29 @@ def write_sparse_entry(folder, settings, key, entry, new_id=None):
     write_settings(folder, settings)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="a folder whose lexembed.json has a \"sparse\" entry (model/add_lexical.py)")
-    p.add_argument("--weight", type=positive_number, default=0.6, help="β, the pairs' weight beside the pieces (default 0.6, chosen on the dev set)")
-    p.add_argument("--slots", type=int, default=SLOTS, help=f"pair slots after the vocabulary (default {SLOTS:,})")
-    p.add_argument("--strip", action="store_true", help="take the pairs out again")
-    p.add_argument("--id", help="a new lexembed.json id for the folder (its sparse vectors change: stores must re-index them)")
+def parse_sparse_step(p, key, what, id_help):
+    """A sparse step's arguments (with --strip and --id added to `p`) and its folder's (lexembed.json
+    path, settings), or None for the latter once --strip has taken the entry `key` out again."""
+    p.add_argument("--strip", action="store_true", help=f"take the {what} out again")
+    p.add_argument("--id", help=id_help)
     args = p.parse_args()
     path, settings = read_sparse_settings(args.model)
-    if args.strip:
-        write_sparse_entry(args.model, settings, "bigrams", None, args.id)
-        return print(f"{path}: word pairs taken out")
+    if not args.strip:
+        return args, (path, settings)
+    write_sparse_entry(args.model, settings, key, None, args.id)
+    print(f"{path}: {what} taken out")
+    return args, None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="a folder whose lexembed.json has a \"sparse\" entry (model/graph/lexical.py)")
+    p.add_argument("--weight", type=positive_number, default=0.6, help="β, the pairs' weight beside the pieces (default 0.6, chosen on the dev set)")
+    p.add_argument("--slots", type=int, default=SLOTS, help=f"pair slots after the vocabulary (default {SLOTS:,})")
+    args, opened = parse_sparse_step(p, "bigrams", "word pairs", "a new lexembed.json id for the folder (its sparse vectors change: stores must re-index them)")
+    if opened is None:
+        return
+    path, settings = opened
     if not 1 <= args.slots <= 2**31:
         raise SystemExit(f"--slots must lie between 1 and 2^31, got {args.slots}")
     vocab = len(read_sparse_table(settings)[0])

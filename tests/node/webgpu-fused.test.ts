@@ -1,4 +1,4 @@
-// onnxruntime's fused graph (model/fuse_graph.py: Attention, SkipLayerNormalization, BiasGelu) on
+// onnxruntime's fused graph (model/runtime/fuse.py: Attention, SkipLayerNormalization, BiasGelu) on
 // onnxruntime-node's own WebGPU provider, for real on lavapipe in CI: models/test-tiny-bert (the
 // shipped transformer's architecture, exported and fused as the hybrid's is) carries both graphs.
 // --graph auto runs the fused one on WebGPU and the exported one on the CPU, each with the CPU

@@ -1,4 +1,4 @@
-// The int8 graph (onnx/model_quantized.onnx, model/quantize_graph.py): the rule that decides when
+// The int8 graph (onnx/model_quantized.onnx, model/runtime/quantize.py): the rule that decides when
 // it is served (one for the server's CPU and the browser's WASM), and the shipped hybrid's int8
 // graph run for real on onnxruntime-node against its float32 graph.
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
