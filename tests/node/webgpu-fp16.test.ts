@@ -109,7 +109,7 @@ describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
   }, 120_000);
 
   it('--dtype fp16 on a folder without model_fp16.onnx stops start-up, saying how to make it', async () => {
-    await expect(loadModelFolder(BUNDLED_MODEL_DIR, { device: 'webgpu', gpuDtype: 'fp16' })).rejects.toThrow(/--dtype fp16: the model folder has no onnx\/model_fp16\.onnx \(make it with: python3 model\/make_fp16\.py .*legal-2-embedder/);
+    await expect(loadModelFolder(BUNDLED_MODEL_DIR, { device: 'webgpu', gpuDtype: 'fp16' })).rejects.toThrow(/--dtype fp16: the model folder has no onnx\/model_fp16\.onnx \(make it with: python3 -m model\.runtime\.fp16 .*legal-2-embedder/);
   }, 120_000);
 });
 
