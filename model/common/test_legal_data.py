@@ -105,7 +105,7 @@ class WordPieceTest(unittest.TestCase):
             self.assertEqual(len(encode_capped(tok, text, 64)), 64)
 
     def test_an_added_piece_is_kept_whole_and_the_rest_tokenised_as_before(self):
-        # A learned query prefix ([unused0], train_transformer.py --query-prefix) served as the
+        # A learned query prefix ([unused0], model/train/transformer.py --query-prefix) served as the
         # retrieval/query prompt: tokenizer.json lists it as an added token, kept whole as
         # transformers.js keeps it; without that entry it is ordinary text.
         plain = load_wordpiece("models/legal-2-embedder")

@@ -76,7 +76,7 @@ def main():
 
 
 def bm25_ranker(texts, k1=0.9, b=0.4):
-    """BM25 (same parameters as evaluate.py) as a sparse matrix product, a chunk of queries at a time."""
+    """BM25 (same parameters as model/evaluate/held_out.py) as a sparse matrix product, a chunk of queries at a time."""
     vocab = {}
     indptr, indices, data = [0], [], []
     for t in texts:

@@ -10,8 +10,8 @@ onnxruntime), without a server. Vectors are cached under model/work/dev-cache by
 hash, so re-scoring a folder (e.g. --mix) costs seconds.
 
 --mix (a hybrid folder): also scores each part alone and weighted mixes of the parts' cosines
-  (transformer/static, and lexical after model/graph/lexical.py), to choose export_hybrid.py's
-  --weight and add_lexical.py's --weights.
+  (transformer/static, and lexical after model/graph/lexical.py), to choose model/export/hybrid.py's
+  --weight and model/graph/lexical.py's --weights.
 --fuse: also reciprocal-rank fusion with BM25 (what a hybrid keyword + vector search gives).
 --sparse: also the sparse vectors (POST /v1/embeddings/sparse, model/rules/sparse_weights.py's sparse_vector)
   as stores use them: `tf` weighting with the corpus's own idf applied (Qdrant `modifier: "idf"`),
@@ -42,7 +42,7 @@ MIX_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
 
 def load_scorer(path=DEFAULT_SCORER):
     if not os.path.exists(path):
-        raise SystemExit(f"evaluate_dev.py: the shared scorer is not at {path}; pass --scorer <evaluate-retrieval.py>")
+        raise SystemExit(f"model/evaluate/dev.py: the shared scorer is not at {path}; pass --scorer <evaluate-retrieval.py>")
     spec = importlib.util.spec_from_file_location("evaluate_retrieval", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -123,7 +123,7 @@ def evaluate_dev(model, dev=DEFAULT_DEV, scorer_path=DEFAULT_SCORER, mix=False, 
         query_prompt = prompts["retrieval/query"]
     document_prompt = prompts["retrieval/document"]
     if graph and is_static_folder(model):
-        raise SystemExit(f"evaluate_dev.py: --graph {graph}: {model} is a static model (no ONNX graph is run)")
+        raise SystemExit(f"model/evaluate/dev.py: --graph {graph}: {model} is a static model (no ONNX graph is run)")
     embed_fn = static_embed_fn(model) if is_static_folder(model) else onnx_embed_fn(model, file=graph)
     # passages as the server embeds `task: retrieval/document` (the folder's document form, if any)
     document_fn = getattr(embed_fn, "document", embed_fn)
@@ -348,7 +348,7 @@ def main():
     args = p.parse_args()
     needs("model.evaluate.dev", (args.model, "folder"), (args.dev, "dev"))
     if not os.path.isdir(args.dev):
-        raise SystemExit(f"evaluate_dev.py: no dev set at {args.dev}; pass --dev <legal-eval-dev folder>")
+        raise SystemExit(f"model/evaluate/dev.py: no dev set at {args.dev}; pass --dev <legal-eval-dev folder>")
     results = evaluate_dev(args.model, args.dev, args.scorer, args.mix, args.fuse, args.max_queries, not args.no_cache,
                            query_prompt=args.query_prompt, prefixes=args.prefixes, sparse=args.sparse,
                            graph=args.graph)

@@ -91,7 +91,7 @@ def evaluate_task(scorer, db, corpus, queries, qrels, d, q):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="a served model folder already scored by evaluate_dev.py (its vectors cached)")
+    p.add_argument("--model", required=True, help="a served model folder already scored by model/evaluate/dev.py (its vectors cached)")
     p.add_argument("--dev", default=DEFAULT_DEV)
     p.add_argument("--scorer", default=DEFAULT_SCORER)
     p.add_argument("--vec0", default=VEC0, help="sqlite-vec's loadable extension (without .so)")
@@ -106,7 +106,7 @@ def main():
         corpus, queries, qrels = scorer.load_task(task_dir)
         paths = [os.path.join(CACHE, f"{key}.{name}.{kind}.npy") for kind in ("corpus", "queries")]
         if not all(os.path.exists(x) for x in paths):
-            raise SystemExit(f"evaluate_store.py: no cached vectors of {args.model} for {name}; run model/evaluate/dev.py --model {args.model} first")
+            raise SystemExit(f"model/evaluate/store.py: no cached vectors of {args.model} for {name}; run python3 -m model.evaluate.dev --model {args.model} first")
         d, q = (np.load(x) for x in paths)
         db = sqlite3.connect(":memory:")
         db.enable_load_extension(True)

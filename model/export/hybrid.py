@@ -111,7 +111,7 @@ def main():
 
 
 def load_checkpoint(path, static_folder):
-    """A checkpoint.pt of train_transformer.py, or its resumable resume.pt (a run still going or
+    """A checkpoint.pt of model/train/transformer.py, or its resumable resume.pt (a run still going or
     stopped early): then the architecture is read off the weights' shapes and the vocabulary is
     the static folder's (the two must share it anyway)."""
     ckpt = torch.load(path, map_location="cpu", weights_only=False)

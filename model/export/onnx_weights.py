@@ -5,7 +5,7 @@ so training can continue from what ships and nothing but `models/` need be kept 
     python3 -m model.export.onnx_weights models/legal-2-embedder --write RUN/resume.pt --out FOLDER [--query-prefix PIECE]
 
 Named initializers (biases, LayerNorms, embeddings) map by name; int8 tables (`*_int8` with
-`*_row_scale`, export_hybrid.py) are dequantised exactly as the graph does; the anonymous MatMul
+`*_row_scale`, model/export/hybrid.py) are dequantised exactly as the graph does; the anonymous MatMul
 weights (`onnx::MatMul_N`, stored [in, out]) are named by the bias their MatMul's Add takes.
 """
 import argparse
@@ -44,12 +44,12 @@ def bert_state_dict(onnx_path, prefix=PREFIX):
         if node.op_type != "MatMul":
             continue
         weight = next((i for i in node.input if i in init and not i.startswith(prefix)), None)
-        if weight is None or weight.startswith(LEXICAL):  # add_lexical.py's rotation: not the transformer's
+        if weight is None or weight.startswith(LEXICAL):  # model/graph/lexical.py's rotation: not the transformer's
             continue
         bias = next((i for add in consumers[node.output[0]] if add.op_type == "Add"
                      for i in add.input if i.startswith(prefix) and i.endswith(".bias")), None)
         if bias is None:
-            raise SystemExit(f"{onnx_path}: MatMul {node.name} ({weight}) feeds no bias Add; not a graph export_hybrid.py or export_transformer.py wrote")
+            raise SystemExit(f"{onnx_path}: MatMul {node.name} ({weight}) feeds no bias Add; not a graph model/export/hybrid.py or model/export/transformer.py wrote")
         state[bias[len(prefix):-len(".bias")] + ".weight"] = init[weight].T.copy()
     return {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}, config_of(state)
 
@@ -82,9 +82,9 @@ def load_bert(folder, heads=None, dropout=0.1):
 
 def write_bert(folder, state, out, query_prefix="", source=""):
     """A copy of the served `folder` in `out` whose transformer weights are `state` (a Bert state
-    dict, e.g. train_transformer.py's checkpoint): the inverse of bert_state_dict, int8 tables
-    quantised per row as export_hybrid.py does; every other part (static table, lexical part)
-    as it was. With `query_prefix` (a piece such as [unused0], trained with train_transformer.py
+    dict, e.g. model/train/transformer.py's checkpoint): the inverse of bert_state_dict, int8 tables
+    quantised per row as model/export/hybrid.py does; every other part (static table, lexical part)
+    as it was. With `query_prefix` (a piece such as [unused0], trained with model/train/transformer.py
     --query-prefix), the folder serves it as the retrieval/query prompt: the tokenizer keeps it
     whole and it adds nothing to the static and lexical parts."""
     from model.export.static import quantize_rows
@@ -165,7 +165,7 @@ def write_bert(folder, state, out, query_prefix="", source=""):
 
 
 def checkpoint_state(path):
-    """The Bert state dict of a train_transformer.py checkpoint.pt or resume.pt."""
+    """The Bert state dict of a model/train/transformer.py checkpoint.pt or resume.pt."""
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     return ckpt["state_dict"] if "state_dict" in ckpt else ckpt["model"]
 

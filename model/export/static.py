@@ -21,7 +21,7 @@ def quantize_rows(weights):
 
 def build_graph(q, scales):
     # Written as the int8 table's Cast·Mul before its Gather, then rewritten to dequantise the
-    # looked-up rows only (int8_rows.py): onnxruntime would fold the whole table to float at load.
+    # looked-up rows only (model/export/int8_rows.py): onnxruntime would fold the whole table to float at load.
     nodes = [
         helper.make_node("Cast", ["table_int8"], ["table_f"], to=TensorProto.FLOAT),
         helper.make_node("Mul", ["table_f", "row_scale"], ["table"]),

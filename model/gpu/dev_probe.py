@@ -1,11 +1,11 @@
 """Scores transformer checkpoints on the dev set where no model folder or onnxruntime is at hand (a
 GPU machine): the transformer alone and inside the served hybrid (its static and lexical parts and
-shares, model/train/hybrid_parts.py), as nDCG@10 per task and mean — the figures evaluate_dev.py gives
+shares, model/train/hybrid_parts.py), as nDCG@10 per task and mean — the figures model/evaluate/dev.py gives
 for a folder, so checkpoints can be chosen where they are trained and only the best carried back.
 
     # here, once: the dev texts as the folder tokenises them (prompts, max_input_tokens)
     python3 -m model.gpu.dev_probe prepare --model models/legal-2-embedder --out dev.npz
-    # anywhere with torch: one or more checkpoints (train_transformer.py's, fp16 or fp32)
+    # anywhere with torch: one or more checkpoints (model/train/transformer.py's, fp16 or fp32)
     python3 -m model.gpu.dev_probe score --dev dev.npz --parts parts.npz --json out.json CKPT...
 
 The probe holds token ids and relevance only; it is for scoring, never for training.
@@ -51,7 +51,7 @@ def load_checkpoint(path, device):
 
 
 def embed(model, ids_list, device):
-    """Unit rows as lexembed serves them (mean pooling, fp32), through train_transformer.py's embedder."""
+    """Unit rows as lexembed serves them (mean pooling, fp32), through model/common/bert.py's torch_embed_fn."""
     from model.common.bert import torch_embed_fn
     return torch.from_numpy(torch_embed_fn(model, lambda rows: [ids_list[i] for i in rows], device)(list(range(len(ids_list))))).to(device)
 
@@ -64,7 +64,7 @@ def fixed_parts(fixed, ids_list, device, batch=64, document=False):
 
 
 def ndcg10(scores, rel):
-    """Mean nDCG@10 of each row's ranking, by evaluate.py's metrics (the shared scorer's rule)."""
+    """Mean nDCG@10 of each row's ranking, by model/evaluate/held_out.py's metrics (the shared scorer's rule)."""
     from model.evaluate.held_out import metrics
     top = torch.topk(scores, 10, dim=1).indices.cpu().numpy()
     return float(np.mean([metrics(row.tolist(), set(r.tolist()))[0] for row, r in zip(top, rel)]))

@@ -65,7 +65,7 @@ def set_bm25(graph, k1, b, avg_len):
 
 
 def add_document_form(graph_model, marker, cls, c, g_max, max_lexical_share):
-    """Appends the document form to a graph whose lexical part add_lexical.py wrote (see the module
+    """Appends the document form to a graph whose lexical part model/graph/lexical.py wrote (see the module
     docstring); the query form's last component becomes 0."""
     from onnx import TensorProto, helper, numpy_helper
     g = graph_model.graph

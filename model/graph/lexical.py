@@ -40,7 +40,7 @@ the text's ids against themselves (L² comparisons, ~262k at 512 tokens).
     python3 -m model.graph.lexical --model models/legal-2-embedder-static --data ../shared/data/legal-pairs \
         --buckets 1152 --weights 0,0.3,0.7 --replace
 
-A static folder (export_static.py: masked token vectors out of the graph) gets its summed vector
+A static folder (model/export/static.py: masked token vectors out of the graph) gets its summed vector
 normalised inside the graph first. --replace strips a lexical part an earlier version added (v1
 or v2) before adding this one. Weights and bucket count were chosen on the dev set; see the model
 card. The folder is rewritten in place.

@@ -40,10 +40,10 @@ def strip_lexical(graph_model):
 def add_to_graph(graph_model, bucket, weight, avg_len, parts, shares, normalise_dense=False, canonical=None):
     """Renames the graph's output to dense_hidden and appends the lexical part, the text's shares
     and the (identity) Matryoshka rotation after it. A hybrid's output is its unit parts per token
-    (each times the square root of the share export_hybrid.py gave it), so their mean over the mask
+    (each times the square root of the share model/export/hybrid.py gave it), so their mean over the mask
     is the dense vector; a static model's is its masked token vectors, whose sum is made a unit
     vector here first. `parts` (3 × width) maps the three shares' square roots onto the components
-    (undoing export_hybrid.py's); `shares` is a Shares. The vector is computed once per text and
+    (undoing model/export/hybrid.py's); `shares` is a Shares. The vector is computed once per text and
     expanded over its tokens (lexembed mean-pools them). With `canonical` (model/sparse/stem_classes.py)
     the lexical part reads each id as its stem class's smallest piece (one Gather in front)."""
     from onnx import TensorProto, helper, numpy_helper  # onnx only where a graph is written (tests need numpy alone)

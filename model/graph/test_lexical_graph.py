@@ -1,5 +1,5 @@
 """Tests of the lexical part and document form as ONNX graphs (model/graph/lexical_graph.py,
-document_form.py) against the rules they write (model/rules/): a stand-in dense graph, run where
+model/graph/document_form.py) against the rules they write (model/rules/): a stand-in dense graph, run where
 onnx and onnxruntime are installed; and the lexical step's own checks of its inputs (numpy).
 
     npm run test:model

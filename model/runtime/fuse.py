@@ -34,7 +34,7 @@ def transformer_shape(model, folder):
     for t in model.graph.initializer:
         if t.name.endswith("position_embeddings.weight"):
             return heads, int(numpy_helper.to_array(t).shape[1])
-    raise SystemExit(f"fuse_graph.py: {folder}/onnx/model.onnx has no BERT position embeddings (a static model has no transformer to fuse)")
+    raise SystemExit(f"model/runtime/fuse.py: {folder}/onnx/model.onnx has no BERT position embeddings (a static model has no transformer to fuse)")
 
 
 def main():
@@ -54,14 +54,14 @@ def main():
     optimized = optimize_model(source, model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0)
     fusions = {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
     if not fusions.get("Attention"):
-        raise SystemExit(f"fuse_graph.py: the optimiser fused no attention in {source} ({fusions}); nothing written")
+        raise SystemExit(f"model/runtime/fuse.py: the optimiser fused no attention in {source} ({fusions}); nothing written")
     target = os.path.join(args.model, "onnx", FUSED_FILE)
     optimized.save_model_to_file(target)
     texts = probe_texts(args.parity)
     cosine = min_cosine(args.model, FUSED_FILE, texts)
     if cosine < MIN_COSINE:
         os.remove(target)
-        raise SystemExit(f"fuse_graph.py: the fused graph's vectors are off (min cosine {cosine:.7f} < {MIN_COSINE}); not written")
+        raise SystemExit(f"model/runtime/fuse.py: the fused graph's vectors are off (min cosine {cosine:.7f} < {MIN_COSINE}); not written")
     with open(os.path.join(args.model, "lexembed.json")) as f:
         settings = json.load(f)
     settings["fused"] = {"file": f"onnx/{FUSED_FILE}", "fusions": fusions, "min_cosine": round(cosine, 7),

@@ -52,7 +52,7 @@ def quantize(folder):
     model = onnx.load(source)
     nodes = weight_matmuls(model)
     if not nodes:
-        raise SystemExit(f"quantize_graph.py: {source} has no transformer MatMul with weights (a static model: its tables are int8 already)")
+        raise SystemExit(f"model/runtime/quantize.py: {source} has no transformer MatMul with weights (a static model: its tables are int8 already)")
     with tempfile.TemporaryDirectory() as tmp:
         named = os.path.join(tmp, "named.onnx")
         onnx.save(model, named)
@@ -103,7 +103,7 @@ def main():
     print(f"{args.model}: {len(nodes)} MatMuls int8; min cosine to float32 over {len(texts)} texts {cosine:.6f} ({time.time() - started:.0f} s)")
     if cosine < 0.999:
         os.remove(os.path.join(args.model, "onnx", QUANTIZED_FILE))
-        raise SystemExit(f"quantize_graph.py: the int8 graph's vectors are too far from float32 (min cosine {cosine:.6f} < 0.999); not written")
+        raise SystemExit(f"model/runtime/quantize.py: the int8 graph's vectors are too far from float32 (min cosine {cosine:.6f} < 0.999); not written")
     settings_path = os.path.join(args.model, "lexembed.json")
     with open(settings_path) as f:
         settings = json.load(f)

@@ -1,5 +1,5 @@
 """The fixed parts of a served hybrid (the static table and the lexical part v2) in torch, so the
-transformer can be trained on — and scored by — the hybrid's own score (train_transformer.py
+transformer can be trained on — and scored by — the hybrid's own score (model/train/transformer.py
 --hybrid-parts, model/gpu/dev_probe.py):
 
     score(q, d) = Σ_k sqrt(w_k(q) · w_k(d)) · cos_k(q, d)      k ∈ {transformer, static, lexical}
@@ -9,7 +9,7 @@ vectors, whose Matryoshka rotation is orthogonal and leaves it unchanged. Where 
 document form (model/graph/document_form.py, v4.3 on), passages are encoded as the server embeds
 `task: retrieval/document`: the lexical part keeps g = min(|l_raw| / c, g_max) of its length and
 the whole product is divided by Mx, so the score is the served query · document product but for
-the slack component the rotation's last column drops (1 of 1,792; document_form.py measured it).
+the slack component the rotation's last column drops (1 of 1,792; model/graph/document_form.py measured it).
 
     python3 -m model.train.hybrid_parts --model models/legal-2-embedder --out parts.npz [--check]
 

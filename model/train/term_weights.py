@@ -95,7 +95,7 @@ def main():
     p.add_argument("--b", type=float, default=B, help=f"BM25 b (default {B})")
     p.add_argument("--document-norm", type=float, help="score texts unnormalised, divided by this (the document form's c) instead of as cosines")
     p.add_argument("--stems", action="store_true", help="count each stem class of whole-word pieces as one term (model/sparse/stem_classes.py; "
-                   "for add_lexical.py --stems)")
+                   "for model/graph/lexical.py --stems)")
     p.add_argument("--seed", type=int, default=20261126)
     args = p.parse_args()
     needs("model.train.term_weights", (args.data, "pairs"), (os.path.join(args.tokenizer, "tokenizer.json"), "tokenizer"))

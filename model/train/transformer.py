@@ -171,7 +171,7 @@ def parse_args():
                    help="contrastive: stop (resumably) after this many seconds of this process, e.g. before a session ends")
     p.add_argument("--eval-sources", default="",
                    help="score only these sources' or genres' held-out documents (e.g. a leave-one-genre-out run's genre)")
-    p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation (score with evaluate_dev.py after export)")
+    p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation (score with model/evaluate/dev.py after export)")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)
