@@ -15,7 +15,7 @@
 // tree against another, e.g. a worktree of main before a refactor).
 // --raw-graphs: raw onnxruntime on several graph files of the folder's onnx/ in the same rounds
 // (default model.onnx, and model_quantized.onnx where the folder has it: the int8 graph of
-// model/quantize_graph.py), each with its texts/s, CPU-ms per text and speed-up over the first;
+// model/runtime/quantize.py), each with its texts/s, CPU-ms per text and speed-up over the first;
 // efficiency is always against the first (the float32 graph). Typical comparison of today's
 // default with int8: --raw-graphs model.onnx,model_quantized.onnx "--serve-args=--dtype fp32|--dtype auto".
 // --profile: instead, where each server configuration's CPU goes per length (profile-summary.ts).

@@ -2,7 +2,7 @@
 // lexembed index, mean nDCG@10 as ../shared/tools/evaluate-retrieval.py scores it (binary gains,
 // ideal DCG over min(|relevant|, 10)), beside the same vectors ranked exactly in memory in the
 // same run (every passage's float cosine; the sparse dot product with the corpus's idf; DBSF of
-// the two top-100 lists: model/evaluate_dev.py's recipe). Each corpus row is one passage (the
+// the two top-100 lists: model/evaluate/dev.py's recipe). Each corpus row is one passage (the
 // model reads its first 512 tokens, as the offline evaluation does); the index's dense side is
 // its HNSW candidates by sign bits rescored with int8 vectors.
 // Usage: npm run bench:index-quality -- [--model models/legal-2-embedder] [--tasks obliqa-adgm,...] [--queries 2000] [--engine pglite|postgres://…]

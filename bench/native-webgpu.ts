@@ -49,7 +49,7 @@ async function timeBackend(name: string, backend: EmbeddingBackend): Promise<Run
 const common = { modelId: basename(dir), localModelPath: dirname(dir) + '/', settings };
 const runs: Run[] = [];
 runs.push(await timeBackend('onnxruntime-node cpu', await createTransformersBackend({ ...common, device: 'cpu' })));
-// The fp16 graph too where the folder has one (model/make_fp16.py), whatever the adapter reports:
+// The fp16 graph too where the folder has one (model/runtime/fp16.py), whatever the adapter reports:
 // onnxruntime-node's provider decides on its own device whether it runs it.
 const fp16 = existsSync(join(dir, 'onnx', 'model_fp16.onnx'));
 for (const [onGpu, dtype] of [[false, 'fp32'], [true, 'fp32'], ...(fp16 ? [[true, 'fp16']] : [])] as [boolean, 'fp32' | 'fp16'][]) {

@@ -5,7 +5,7 @@
 //             heading's BM25 top --fit-candidates texts form one request (kept when it holds a
 //             relevant text); features of each text: the embedding cosine of its best chunk and its
 //             request-local BM25 share; a logistic regression (Newton's method) on relevance.
-//   evaluate: held-out documents, as model/evaluate.py builds them (queries: distinct headings;
+//   evaluate: held-out documents, as model/evaluate/held_out.py builds them (queries: distinct headings;
 //             corpus: distinct texts). Same run, same queries: BM25 alone over the corpus, the
 //             embedding model alone over the corpus, and BM25's top 100 reranked (nDCG@10).
 //
@@ -45,14 +45,14 @@ if (values.help) {
   process.exit(0);
 }
 const modelDir = resolve(values.model!);
-// All eleven files of model/legal_data.py's FILES, each its own source (split and scored apart).
+// All eleven files of model/common/legal_data.py's FILES, each its own source (split and scored apart).
 const SOURCES = Object.fromEntries(
   ['canada-sections', 'canada-long-titles', 'dc-code', 'cfpb', 'contracts-lexpredict', 'contracts-commonaccord', 'contracts-commonpaper', 'contracts-nli', 'eurlex', 'legal-dictionary', 'licenses'].map((s) => [s, `${s}.jsonl.gz`]),
 );
 const started = Date.now();
 const log = (s: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0)} s] ${s}`);
 
-// --- data, split as model/legal_data.py splits it -------------------------------------------
+// --- data, split as model/common/legal_data.py splits it -------------------------------------------
 interface Pair { query: string; text: string; doc: string }
 function heldOut(source: string, doc: string): boolean {
   const group = source === 'dc-code' ? doc.split('/').slice(0, 2).join('/') : doc;

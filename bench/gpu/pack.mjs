@@ -55,7 +55,9 @@ if (process.platform !== 'linux' || process.arch !== 'x64') fail(`the kit is for
 // optional ones (webgpu); and what bench/run.ts adds (transformers.js brings onnxruntime-node and -web).
 const rootPkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const ROOTS = [...Object.keys({ ...rootPkg.dependencies, ...rootPkg.optionalDependencies }), 'autocannon'];
-const REPO_PATHS = ['package.json', 'bin', 'LICENSE', 'model/make_fp16.py', 'model/fuse_graph.py', 'model/quantize_graph.py', 'model/evaluate.py', 'model/legal_data.py'];
+// model/: the runtime graphs' steps (python3 -m model.runtime.fp16 / .fuse, which run.sh calls) and the
+// stages they import (model/test_layout.py keeps the order: runtime imports only what is below it).
+const REPO_PATHS = ['package.json', 'bin', 'LICENSE', 'model/__init__.py', 'model/common', 'model/rules', 'model/evaluate', 'model/runtime'];
 // transformers.js imports sharp (and its 19 MB libvips) at load for image inputs; text never needs it.
 const STUBS = { sharp: "export default function sharp() {\n  throw new Error('sharp is not in the lexembed GPU kit: lexembed reads text, not images');\n}\n" };
 // Kept out of the kit: binaries for other platforms, unused onnxruntime-web builds, debugging aids.

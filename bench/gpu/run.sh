@@ -22,7 +22,7 @@ Usage: bench/gpu/run.sh [options]
   --torch-device <d>     cuda or cpu (default: cuda when PyTorch sees one, else cpu)
   --webgpu-max-batch-tokens <n>   padded tokens per WebGPU batch, or auto (default: measured on the
                          GPU at load, as lexembed serve does; PyTorch then batches 8192)
-  --no-fp16              keep WebGPU in fp32 (default: model/make_fp16.py writes onnx/model_fp16.onnx
+  --no-fp16              keep WebGPU in fp32 (default: model/runtime/fp16.py writes onnx/model_fp16.onnx
                          for each model, and --dtype auto runs it where the adapter has shader-f16)
   --no-torch             skip the PyTorch anchor
   --help                 this text
@@ -125,12 +125,12 @@ for MODEL in ${MODELS//,/ }; do
   fi
   log "== $MODEL ($DIR)"
   if [ "$FP16" = 1 ] && [ ! -e "$DIR/onnx/model_fp16.onnx" ]; then
-    python3 model/make_fp16.py "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fp16 graph for $MODEL (make_fp16.py failed; see above): WebGPU runs fp32"
+    python3 -m model.runtime.fp16 "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fp16 graph for $MODEL (model.runtime.fp16 failed; see above): WebGPU runs fp32"
   fi
-  # onnxruntime's fused graph (model/fuse_graph.py; needs onnxruntime's Python package): timed
+  # onnxruntime's fused graph (model/runtime/fuse.py; needs onnxruntime's Python package): timed
   # against the exported graph below, both in fp32 on the WebGPU path, in one run.
   if [ ! -e "$DIR/onnx/model_fused.onnx" ]; then
-    python3 model/fuse_graph.py --model "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fused graph for $MODEL (fuse_graph.py failed; see above)"
+    python3 -m model.runtime.fuse --model "$DIR" 2>&1 | tee -a "$WORK/run.log" || log "no fused graph for $MODEL (model.runtime.fuse failed; see above)"
   fi
   if [ "$TORCH" = 1 ]; then
     # A failing step is logged and the run goes on: on a lent GPU machine, one broken step must not

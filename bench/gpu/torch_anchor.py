@@ -54,7 +54,7 @@ def graph_constants(graph):
 
 def dequantized_tables(consts):
     """{int8 rows' name: (table name, float32 table)} for the int8 token tables that
-    model/int8_rows.py dequantises after their lookup: `X_int8` with `X_row_scale` (the hybrid), or
+    model/export/int8_rows.py dequantises after their lookup: `X_int8` with `X_row_scale` (the hybrid), or
     the static model's `table_int8` with `row_scale`."""
     out = {}
     for name, value in consts.items():
@@ -111,8 +111,8 @@ LEXICAL = ("bucket", "weight", "counted", "k1_plus_1", "k1_fixed", "k1_per_lengt
 
 
 def lexical_part(consts):
-    """The v4 lexical part (model/add_lexical.py) and the Matryoshka rotation after it
-    (model/matryoshka.py), or None: each piece's signed idf^½ times BM25's saturation of its term
+    """The v4 lexical part (model/graph/lexical.py) and the Matryoshka rotation after it
+    (model/graph/matryoshka.py), or None: each piece's signed idf^½ times BM25's saturation of its term
     frequency summed into its bucket, unit-normalised, beside the dense parts, each part scaled by
     the square root of its share at the text's length (short + t·delta), the whole turned by the
     rotation."""
@@ -123,7 +123,7 @@ def lexical_part(consts):
 
 class Anchor(torch.nn.Module):
     """lexembed's served arithmetic in PyTorch: BertModel mean-pooled; for the hybrid, beside the
-    static table's mean, each part normalised and weighted as model/export_hybrid.py does; for the
+    static table's mean, each part normalised and weighted as model/export/hybrid.py does; for the
     static model, the table's mean alone."""
 
     def __init__(self, bert, static_table=None, weight=0.5, lexical=None):

@@ -12,13 +12,13 @@ export const DEVICE_OPTIONS = {
     default: 'auto',
     value: z.enum(GPU_DTYPES, { error: 'must be "auto", "fp32", "fp16" or "q8"' }),
     help:
-      "the model's precision: auto (on the cpu, q8 where the model folder has onnx/model_quantized.onnx and lexembed.json says it loses at most 0.005 nDCG@10 on the dev set, else fp32; on WebGPU, fp16 where the adapter has shader-f16 and the folder has onnx/model_fp16.onnx, else fp32), fp32, q8 (cpu: int8 MatMuls, model/quantize_graph.py) or fp16 (WebGPU: model/make_fp16.py); an explicit one that cannot be had stops with the reason. fp16 is checked at load against the cpu path (min cosine 0.999 on 8 texts); below it, auto loads fp32 and fp16 stops",
+      "the model's precision: auto (on the cpu, q8 where the model folder has onnx/model_quantized.onnx and lexembed.json says it loses at most 0.005 nDCG@10 on the dev set, else fp32; on WebGPU, fp16 where the adapter has shader-f16 and the folder has onnx/model_fp16.onnx, else fp32), fp32, q8 (cpu: int8 MatMuls, model/runtime/quantize.py) or fp16 (WebGPU: model/runtime/fp16.py); an explicit one that cannot be had stops with the reason. fp16 is checked at load against the cpu path (min cosine 0.999 on 8 texts); below it, auto loads fp32 and fp16 stops",
   },
   graph: {
     env: 'LEXEMBED_GRAPH',
     default: 'auto',
     value: z.enum(GRAPHS, { error: 'must be "auto", "plain" or "fused"' }),
-    help: "auto (onnxruntime's fused graph, onnx/model_fused.onnx from model/fuse_graph.py, on onnxruntime-node's WebGPU provider where the folder has it; else the exported graph), plain (the exported graph) or fused (stops if it cannot be had)",
+    help: "auto (onnxruntime's fused graph, onnx/model_fused.onnx from model/runtime/fuse.py, on onnxruntime-node's WebGPU provider where the folder has it; else the exported graph), plain (the exported graph) or fused (stops if it cannot be had)",
   },
 } satisfies OptionSpecs;
 

@@ -1,4 +1,4 @@
-// Documents in the model folder's document form (lexembed.json "document_form", model/document_form.py):
+// Documents in the model folder's document form (lexembed.json "document_form", model/graph/document_form.py):
 // the graph reads a marker piece in place of [CLS] as "embed this as a document", so the request's
 // ids carry the choice and the batching queue, the backends and pooling stay as they are.
 import type { ModelSettings } from './settings.ts';

@@ -14,7 +14,7 @@ export interface RerankWeights {
   readonly lexical: number;
 }
 
-/** BM25 parameters (the ones model/evaluate.py scores the first stage with). */
+/** BM25 parameters (the ones model/evaluate/held_out.py scores the first stage with). */
 export const BM25_K1 = 0.9;
 export const BM25_B = 0.4;
 

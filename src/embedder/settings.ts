@@ -34,7 +34,7 @@ export const ModelSettingsSchema = z
         fitted: z.record(z.string(), z.unknown()).optional(),
       })
       .optional(),
-    /** The lexical part's table and rule (model/add_lexical.py): served as sparse vectors (POST /v1/embeddings/sparse); absent: none. */
+    /** The lexical part's table and rule (model/graph/lexical.py): served as sparse vectors (POST /v1/embeddings/sparse); absent: none. */
     sparse: z
       .object({
         recipe: z.string().min(1),
@@ -44,9 +44,9 @@ export const ModelSettingsSchema = z
         idf: z.string().min(4),
         weight: z.string().min(4).optional(),
         canonical: z.string().min(4).optional(),
-        /** Word pairs (model/sparse_bigrams.py, v4.5): the rule, their weight beside the pieces, the slots after the vocabulary, which pieces continue a word; sparseTableOf checks the values, naming the fix. */
+        /** Word pairs (model/sparse/word_pairs.py, v4.5): the rule, their weight beside the pieces, the slots after the vocabulary, which pieces continue a word; sparseTableOf checks the values, naming the fix. */
         bigrams: z.object({ rule: z.string(), weight: z.number(), slots: z.number(), continuations: z.string() }).optional(),
-        /** Query neighbours (model/sparse_expansion.py, v4.6): the rule, α, the table; sparseTableOf checks the values, naming the fix. */
+        /** Query neighbours (model/sparse/query_neighbours.py, v4.6): the rule, α, the table; sparseTableOf checks the values, naming the fix. */
         expansion: z
           .object({
             rule: z.string(),
@@ -62,7 +62,7 @@ export const ModelSettingsSchema = z
       })
       .optional(),
     /**
-     * The folder's document form (model/document_form.py): `task: retrieval/document` at full width
+     * The folder's document form (model/graph/document_form.py): `task: retrieval/document` at full width
      * sends `marker` in place of the first id (`replaces`, [CLS]), and the graph answers a vector
      * whose lexical part keeps its length (a query · document product then weighs term matches as
      * BM25 does); absent: documents get the same vector as queries.
@@ -70,7 +70,7 @@ export const ModelSettingsSchema = z
     document_form: z
       .object({ marker: z.number().int().min(0), replaces: z.number().int().min(0), full_width_only: z.boolean().default(true) })
       .optional(),
-    /** The folder's int8 graph and what it costs in quality (model/quantize_graph.py): `--dtype auto` reads it on a CPU; absent: none. */
+    /** The folder's int8 graph and what it costs in quality (model/runtime/quantize.py): `--dtype auto` reads it on a CPU; absent: none. */
     quantized: z
       .object({
         file: z.string().min(1),
@@ -84,7 +84,7 @@ export const ModelSettingsSchema = z
       })
       .loose()
       .optional(),
-    /** The folder's fused graph (model/fuse_graph.py): --graph auto runs it on onnxruntime-node's WebGPU provider; absent: none. */
+    /** The folder's fused graph (model/runtime/fuse.py): --graph auto runs it on onnxruntime-node's WebGPU provider; absent: none. */
     fused: z
       .object({
         file: z.string().min(1),
@@ -101,7 +101,7 @@ export type ModelSettings = z.output<typeof ModelSettingsSchema>;
 
 /**
  * Whether a folder's int8 graph keeps quality: its dev-set nDCG@10 at most `max_dev_loss` below
- * float32's (both measured in one run by model/quantize_graph.py). One rule for the server's CPU
+ * float32's (both measured in one run by model/runtime/quantize.py). One rule for the server's CPU
  * (`--dtype auto`) and the browser's WASM path; `why` says what is missing or lost, `figures`
  * the measured pair.
  * @example int8Verdict(settings.quantized) // { keeps: true, figures: 'dev nDCG@10 0.642 vs fp32 0.644' }

@@ -1,15 +1,15 @@
 // Sparse vectors (POST /v1/embeddings/sparse): the exact word-piece weights whose hashed sum is the
-// dense vector's lexical part (model/add_lexical.py), and, where the folder has them, word pairs
-// (model/sparse_bigrams.py) and a query's term neighbours (model/sparse_expansion.py), from the
-// table and rules the model folder carries in lexembed.json ("sparse"). Pure: the same ids give
-// the same vector in Node, the browser and the edge.
+// dense vector's lexical part, and, where the folder has them, word pairs and a query's term
+// neighbours, from the table and rules the model folder carries in lexembed.json ("sparse"): the
+// Python twin of these rules is model/rules/sparse_weights.py (the parity fixture holds the two
+// together). Pure: the same ids give the same vector in Node, the browser and the edge.
 import type { SparseWeighting } from '../contract/index.ts';
 
 /**
  * The folder's table and rule: idf per word piece (0: the piece carries no word), the model's term
- * weight per piece (learned by model/train_term_weights.py where the folder has the table, else
+ * weight per piece (learned by model/train/term_weights.py where the folder has the table, else
  * idf), BM25's k1 and b, the training texts' mean length, and the stem classes where the folder
- * has them (model/stem_classes.py: each piece's class as its smallest piece; absent: every piece
+ * has them (model/sparse/stem_classes.py: each piece's class as its smallest piece; absent: every piece
  * its own).
  */
 export interface SparseTable {
@@ -24,7 +24,7 @@ export interface SparseTable {
 }
 
 /**
- * Word pairs (model/sparse_bigrams.py, rule word-pairs-v1): each pair of neighbouring counted
+ * Word pairs (model/sparse/word_pairs.py, rule word-pairs-v1): each pair of neighbouring counted
  * pieces whose second starts a word adds `weight` × its saturated count at index
  * V + ((a·V + c) mod `slots`); `continuation` has bit i (byte i >> 3, least significant first) set
  * where piece i continues a word.
@@ -38,7 +38,7 @@ export interface BigramRule {
 export const BIGRAM_RULE = 'word-pairs-v1';
 
 /**
- * Query neighbours (model/sparse_expansion.py, rule query-neighbours-v1): for a query (`task:
+ * Query neighbours (model/sparse/query_neighbours.py, rule query-neighbours-v1): for a query (`task:
  * retrieval/query`), each counted piece p proposes its listed neighbours n, and a neighbour the
  * text does not hold gets the largest `weight` × sim(p, n) × sat(tf_p) (× n's factor) among its
  * proposers. `neighbours` maps a piece to its entries [first, end) in `targets`/`similarities`.
@@ -88,7 +88,7 @@ export interface SparseVector {
 export function sparseTableOf(settings: SparseSettings): SparseTable {
   const idf = float32Table(settings.idf, 'idf');
   const weight = settings.weight === undefined ? idf : float32Table(settings.weight, 'weight');
-  if (weight.length !== idf.length) throw new Error(`lexembed.json sparse.weight holds ${weight.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py`);
+  if (weight.length !== idf.length) throw new Error(`lexembed.json sparse.weight holds ${weight.length} values and sparse.idf ${idf.length}: rebuild the folder with python3 -m model.graph.lexical`);
   const table = {
     idf,
     weight,
@@ -100,27 +100,27 @@ export function sparseTableOf(settings: SparseSettings): SparseTable {
   };
   if (settings.canonical === undefined) return table;
   const canonical = int32Table(settings.canonical, 'canonical');
-  if (canonical.length !== idf.length) throw new Error(`lexembed.json sparse.canonical holds ${canonical.length} values and sparse.idf ${idf.length}: rebuild the folder with model/add_lexical.py --stems`);
+  if (canonical.length !== idf.length) throw new Error(`lexembed.json sparse.canonical holds ${canonical.length} values and sparse.idf ${idf.length}: rebuild the folder with python3 -m model.graph.lexical --stems`);
   const outside = canonical.findIndex((c, i) => c < 0 || c > i);
-  if (outside >= 0) throw new Error(`lexembed.json sparse.canonical maps piece ${outside} to ${canonical[outside]}, not a piece at or before it: rebuild the folder with model/add_lexical.py --stems`);
+  if (outside >= 0) throw new Error(`lexembed.json sparse.canonical maps piece ${outside} to ${canonical[outside]}, not a piece at or before it: rebuild the folder with python3 -m model.graph.lexical --stems`);
   const member = table.expansion?.targets.find((t) => canonical[t] !== t);
-  if (member !== undefined) throw new Error(`lexembed.json sparse.expansion proposes piece ${member}, which counts as piece ${canonical[member]} (its stem class): rebuild it with model/sparse_expansion.py`);
+  if (member !== undefined) throw new Error(`lexembed.json sparse.expansion proposes piece ${member}, which counts as piece ${canonical[member]} (its stem class): rebuild it with python3 -m model.sparse.query_neighbours`);
   return { ...table, canonical };
 }
 
 function bigramRuleOf(entry: NonNullable<SparseSettings['bigrams']>, vocabulary: number): BigramRule {
-  if (entry.rule !== BIGRAM_RULE) throw new Error(`lexembed.json sparse.bigrams.rule is "${entry.rule}"; this lexembed applies "${BIGRAM_RULE}": upgrade lexembed, or take the pairs out with model/sparse_bigrams.py --strip`);
-  if (!(entry.weight > 0 && Number.isFinite(entry.weight))) throw new Error(`lexembed.json sparse.bigrams.weight must be a positive number, got ${entry.weight}: rebuild it with model/sparse_bigrams.py`);
-  if (!Number.isInteger(entry.slots) || entry.slots < 1 || entry.slots > 2 ** 31) throw new Error(`lexembed.json sparse.bigrams.slots must be a whole number from 1 to 2^31, got ${entry.slots}: rebuild it with model/sparse_bigrams.py`);
+  if (entry.rule !== BIGRAM_RULE) throw new Error(`lexembed.json sparse.bigrams.rule is "${entry.rule}"; this lexembed applies "${BIGRAM_RULE}": upgrade lexembed, or take the pairs out with python3 -m model.sparse.word_pairs --strip`);
+  if (!(entry.weight > 0 && Number.isFinite(entry.weight))) throw new Error(`lexembed.json sparse.bigrams.weight must be a positive number, got ${entry.weight}: rebuild it with python3 -m model.sparse.word_pairs`);
+  if (!Number.isInteger(entry.slots) || entry.slots < 1 || entry.slots > 2 ** 31) throw new Error(`lexembed.json sparse.bigrams.slots must be a whole number from 1 to 2^31, got ${entry.slots}: rebuild it with python3 -m model.sparse.word_pairs`);
   const continuation = Uint8Array.from(atob(entry.continuations), (ch) => ch.charCodeAt(0));
-  if (continuation.length !== Math.ceil(vocabulary / 8)) throw new Error(`lexembed.json sparse.bigrams.continuations holds ${continuation.length} bytes; ${vocabulary} pieces need ${Math.ceil(vocabulary / 8)}: rebuild it with model/sparse_bigrams.py`);
+  if (continuation.length !== Math.ceil(vocabulary / 8)) throw new Error(`lexembed.json sparse.bigrams.continuations holds ${continuation.length} bytes; ${vocabulary} pieces need ${Math.ceil(vocabulary / 8)}: rebuild it with python3 -m model.sparse.word_pairs`);
   return { weight: entry.weight, slots: entry.slots, continuation };
 }
 
 function expansionRuleOf(entry: NonNullable<SparseSettings['expansion']>, idf: Float32Array): ExpansionRule {
   const vocabulary = idf.length;
-  const fix = 'rebuild it with model/sparse_expansion.py';
-  if (entry.rule !== EXPANSION_RULE) throw new Error(`lexembed.json sparse.expansion.rule is "${entry.rule}"; this lexembed applies "${EXPANSION_RULE}": upgrade lexembed, or take the neighbours out with model/sparse_expansion.py --strip`);
+  const fix = 'rebuild it with python3 -m model.sparse.query_neighbours';
+  if (entry.rule !== EXPANSION_RULE) throw new Error(`lexembed.json sparse.expansion.rule is "${entry.rule}"; this lexembed applies "${EXPANSION_RULE}": upgrade lexembed, or take the neighbours out with python3 -m model.sparse.query_neighbours --strip`);
   if (!(entry.weight > 0 && Number.isFinite(entry.weight))) throw new Error(`lexembed.json sparse.expansion.weight must be a positive number, got ${entry.weight}: ${fix}`);
   const sources = int32Table(entry.sources, 'expansion.sources');
   const targets = int32Table(entry.targets, 'expansion.targets');

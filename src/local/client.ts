@@ -25,7 +25,7 @@ export interface LocalClientOptions {
   dtype?: LocalDtype;
   /**
    * The graph: auto (default: on WebGPU in float32, the folder's fused graph onnx/model_fused.onnx
-   * where its lexembed.json lists one, model/fuse_graph.py; else the exported graph), plain or fused.
+   * where its lexembed.json lists one, model/runtime/fuse.py; else the exported graph), plain or fused.
    */
   graph?: 'auto' | 'plain' | 'fused';
   /**
@@ -179,7 +179,7 @@ export type LocalDtype = 'auto' | 'fp32' | 'q8';
  * nothing on a CPU, so WASM keeps the exported graph unless asked.
  */
 export function chooseGraph(requested: 'auto' | 'plain' | 'fused', device: 'webgpu' | 'wasm', dtype: string, settings: ModelSettings): { graph: 'plain' | 'fused'; reason?: string } {
-  const missing = !settings.fused ? 'lexembed.json lists no fused graph ("fused"; made by model/fuse_graph.py)' : dtype !== 'fp32' ? `the model runs ${dtype} and the fused graph is float32` : undefined;
+  const missing = !settings.fused ? 'lexembed.json lists no fused graph ("fused"; made by model/runtime/fuse.py)' : dtype !== 'fp32' ? `the model runs ${dtype} and the fused graph is float32` : undefined;
   if (requested === 'fused') {
     if (missing) throw new Error(`graph "fused": ${missing}`);
     return { graph: 'fused', reason: 'fused graph onnx/model_fused.onnx was requested' };
@@ -194,7 +194,7 @@ export function chooseDtype(requested: LocalDtype, device: 'webgpu' | 'wasm', se
   const verdict = int8Verdict(settings.quantized);
   if (requested === 'q8') {
     if (device !== 'wasm') throw new Error('dtype "q8" runs on WASM (int8 MatMulInteger has no WebGPU kernel); use dtype "auto" or "fp32" on WebGPU');
-    if (!settings.quantized) throw new Error('dtype "q8": the model folder\'s lexembed.json lists no int8 graph ("quantized"; made by model/quantize_graph.py)');
+    if (!settings.quantized) throw new Error('dtype "q8": the model folder\'s lexembed.json lists no int8 graph ("quantized"; made by model/runtime/quantize.py)');
     return { dtype: 'q8', reason: `dtype q8 (${settings.quantized.file}${verdict.figures ? `; ${verdict.figures}` : ''}) was requested` };
   }
   if (device !== 'wasm') return { dtype: settings.dtype, reason: `dtype ${settings.dtype} (auto: int8 runs on WASM only)` };

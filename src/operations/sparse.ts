@@ -28,6 +28,6 @@ export async function createSparseEmbeddings(request: unknown, embedder: Embedde
 export function sparseNotServed(embedder: Pick<Embedder, 'modelName'>): Problem {
   return problem(
     'notFound',
-    `POST /v1/embeddings/sparse is part of this server's API, but the model "${embedder.modelName}" served here carries no lexical table (its lexembed.json has no "sparse" entry; model/add_lexical.py writes it)`,
+    `POST /v1/embeddings/sparse is part of this server's API, but the model "${embedder.modelName}" served here carries no lexical table (its lexembed.json has no "sparse" entry; model/graph/lexical.py writes it)`,
   );
 }

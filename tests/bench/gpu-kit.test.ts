@@ -37,7 +37,7 @@ describe('GPU benchmark kit', () => {
     for (const dep of ['webgpu/dist/linux-x64/dawn.node', 'onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1']) expect(existsSync(join(kit, 'node_modules', dep)), dep).toBe(true);
     // The kit runs onnxruntime-node's own WebGPU provider: no onnxruntime-web and its 26 MB wasm.
     expect(existsSync(join(kit, 'node_modules', 'onnxruntime-web'))).toBe(false);
-    expect(existsSync(join(kit, 'model', 'make_fp16.py'))).toBe(true);
+    expect(existsSync(join(kit, 'model', 'runtime', 'fp16.py'))).toBe(true);
     expect(existsSync(join(kit, 'node_modules', 'onnxruntime-node', 'bin', 'napi-v6', 'win32'))).toBe(false);
     expect(readFileSync(join(kit, 'node_modules', 'sharp', 'index.js'), 'utf8')).toContain('not in the lexembed GPU kit');
     const { stdout } = await run(join(kit, '.kit', 'node', 'bin', 'node'), ['--version']);

@@ -24,7 +24,7 @@ test('runs the WebGPU path on a software adapter and ranks the same passage firs
 test('runs a folder\'s fused graph on WebGPU (the tiny BERT served in place of the bundled model), with the exported graph\'s vectors', async ({ page }) => {
   const external = await offline(page);
   // The page asks for models/legal-2-embedder/…: answer with models/test-tiny-bert's files, which
-  // include onnx/model_fused.onnx (model/fuse_graph.py) and its "fused" record.
+  // include onnx/model_fused.onnx (model/runtime/fuse.py) and its "fused" record.
   const requested: string[] = [];
   await page.context().route('**/models/legal-2-embedder/**', async (route) => {
     const file = new URL(route.request().url()).pathname.split('/models/legal-2-embedder/')[1]!;

@@ -55,7 +55,7 @@ describe('on the bundled models, int8 keeps cosine ≥ 0.99 to the float vector 
         const floor = d < 256 ? 0.99 : d >= 1024 ? (model.settings.id?.includes('static') ? 0.995 : 0.997) : 0.999;
         expect(worst, `${model.settings.id} at ${d} dimensions`).toBeGreaterThanOrEqual(floor);
       }
-      // Documents at full width (the hybrid's document form, model/document_form.py): its slack
+      // Documents at full width (the hybrid's document form, model/graph/document_form.py): its slack
       // component is spread over the last 64 components, so the fixed scale clips nothing there.
       const docs = await model.embed({ texts: TEXTS, task: 'retrieval/document', overflowStrategy: 'drop_end', dimensions: null });
       if (!docs.ok) throw new Error('embed failed');

@@ -1,4 +1,4 @@
-// The document form (lexembed.json "document_form", model/document_form.py): documents at full
+// The document form (lexembed.json "document_form", model/graph/document_form.py): documents at full
 // width reach the model with the marker piece in place of [CLS]; queries, texts without a task,
 // prefixes and folders without the setting reach it unchanged. The bundled model's vectors in that
 // form are checked against the Python recipe in legal-model.test.ts.

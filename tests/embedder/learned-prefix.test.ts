@@ -1,5 +1,5 @@
-// A learned query prefix (model/train_transformer.py --query-prefix [unused0], written into a
-// folder by model/onnx_weights.py --write --query-prefix): the folder lists the piece as an added
+// A learned query prefix (model/train/transformer.py --query-prefix [unused0], written into a
+// folder by model/export/onnx_weights.py --write --query-prefix): the folder lists the piece as an added
 // token and serves it as the retrieval/query prompt, so a query gets exactly one extra token that
 // the model was trained on, never the four pieces "[", "unused", "##0", "]" the text would give.
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -184,7 +184,7 @@ describe('sparseTableOf', () => {
     expect([...read.expansion!.neighbours]).toEqual([[2, [0, 2]], [3, [2, 3]]]);
     expect([...read.expansion!.targets]).toEqual([4, 3, 4]);
     expect(sparseVocabularySize(read)).toBe(5); // neighbours are pieces: no new indices
-    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, rule: 'query-neighbours-v9' } })).toThrow(/rule is "query-neighbours-v9"; this lexembed applies "query-neighbours-v1": upgrade lexembed, or take the neighbours out with model\/sparse_expansion.py --strip/);
+    expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, rule: 'query-neighbours-v9' } })).toThrow(/rule is "query-neighbours-v9"; this lexembed applies "query-neighbours-v1": upgrade lexembed, or take the neighbours out with python3 -m model\.sparse\.query_neighbours --strip/);
     expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, weight: -1 } })).toThrow(/expansion.weight must be a positive number, got -1/);
     expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, targets: int32([4, 3]) } })).toThrow(/holds 3 sources, 2 targets and 3 similarities/);
     expect(() => sparseTableOf({ ...settings, expansion: { ...expansion, sources: int32([3, 2, 2]) } })).toThrow(/sources must be ascending \(entry 1\)/);

@@ -34,7 +34,7 @@ const post = (path: string, body: unknown, target = app) =>
   target.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 describe('POST /v1/embeddings/sparse', () => {
-  it('answers the weights the Python recipe computes (model/add_lexical.py), piece by piece and word pair by word pair, in every weighting', async () => {
+  it('answers the weights the Python recipe computes (model/rules/sparse_weights.py), piece by piece and word pair by word pair, in every weighting', async () => {
     const texts = parity.cases.map((c) => c.text);
     for (const weighting of ['tf', 'relative', 'idf'] as const) {
       const res = await post('/v1/embeddings/sparse', { model: MODEL, texts, weighting });

@@ -1,6 +1,6 @@
-// model/evaluate_dev.py (how recipes are chosen) gives the figures the shared scorer gives over
+// model/evaluate/dev.py (how recipes are chosen) gives the figures the shared scorer gives over
 // HTTP for the same model: the official path is ../shared/tools/evaluate-retrieval.py --http
-// against `lexembed serve`; evaluate_dev.py runs the model in Python without a server.
+// against `lexembed serve`; python3 -m model.evaluate.dev runs the model in Python without a server.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,10 +20,10 @@ const STATIC_MODEL_NAME = (JSON.parse(readFileSync(join(STATIC_MODEL_DIR, 'lexem
 const work = mkdtempSync(join(tmpdir(), 'lexembed-dev-eval-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-it.skipIf(!existsSync(DEV) || !existsSync(SCORER))('evaluate_dev.py on the static model = the shared scorer over HTTP, task by task (needs ../shared beside the checkout)', async () => {
+it.skipIf(!existsSync(DEV) || !existsSync(SCORER))('python3 -m model.evaluate.dev on the static model = the shared scorer over HTTP, task by task (needs ../shared beside the checkout)', async () => {
   const python = pythonWithOnnx();
   const out = join(work, 'dev.json');
-  await run(python, [join(PROJECT_ROOT, 'model', 'evaluate_dev.py'), '--model', STATIC_MODEL_DIR, '--dev', DEV, '--scorer', SCORER, '--max-queries', String(QUERIES), '--no-cache', '--json', out], { cwd: work, maxBuffer: 16 << 20 });
+  await run(python, ['-m', 'model.evaluate.dev', '--model', STATIC_MODEL_DIR, '--dev', DEV, '--scorer', SCORER, '--max-queries', String(QUERIES), '--no-cache', '--json', out], { cwd: PROJECT_ROOT, maxBuffer: 16 << 20 });
   const local = JSON.parse(readFileSync(out, 'utf8'));
   const server = await startServe(['--model', STATIC_MODEL_DIR, '--no-auth']);
   try {

@@ -1,4 +1,4 @@
-// model/int8_rows.py: int8 token tables dequantised after the lookup, not folded to a float table
+// model/export/int8_rows.py: int8 token tables dequantised after the lookup, not folded to a float table
 // at session load. The shipped graphs are written that way; a graph written the old way is
 // rewritten with bit-identical outputs through onnxruntime; a table used otherwise is refused.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -46,9 +46,9 @@ onnx.save(model, sys.argv[1])
   execFileSync(python, ['-c', script, join(folder, 'onnx', 'model.onnx')]);
 }
 
-describe('model/int8_rows.py', () => {
+describe('model/export/int8_rows.py', () => {
   it('finds no table in the shipped models that onnxruntime would fold to float at load', () => {
-    const out = execFileSync(python, ['model/int8_rows.py', '--check', BUNDLED_MODEL_DIR, STATIC_MODEL_DIR], { encoding: 'utf8' });
+    const out = execFileSync(python, ['-m', 'model.export.int8_rows', '--check', BUNDLED_MODEL_DIR, STATIC_MODEL_DIR], { encoding: 'utf8' });
     expect(out).toContain(`${BUNDLED_MODEL_DIR}: no int8 table folds to float at load`);
     expect(out).toContain(`${STATIC_MODEL_DIR}: no int8 table folds to float at load`);
   });
@@ -58,11 +58,11 @@ describe('model/int8_rows.py', () => {
     oldStyleGraph(folder);
     const before = readFileSync(join(folder, 'onnx', 'model.onnx'));
     writeFileSync(join(work, 'before.onnx'), before);
-    const check = spawnSync(python, ['model/int8_rows.py', '--check', folder], { encoding: 'utf8' });
+    const check = spawnSync(python, ['-m', 'model.export.int8_rows', '--check', folder], { encoding: 'utf8' });
     expect(check.status).toBe(1);
     expect(check.stdout).toContain('folds t to float at load');
-    expect(execFileSync(python, ['model/int8_rows.py', folder], { encoding: 'utf8' })).toContain('t now dequantised after the lookup');
-    expect(spawnSync(python, ['model/int8_rows.py', '--check', folder]).status).toBe(0);
+    expect(execFileSync(python, ['-m', 'model.export.int8_rows', folder], { encoding: 'utf8' })).toContain('t now dequantised after the lookup');
+    expect(spawnSync(python, ['-m', 'model.export.int8_rows', '--check', folder]).status).toBe(0);
 
     const [old, rewritten] = await Promise.all([ort.InferenceSession.create(join(work, 'before.onnx')), ort.InferenceSession.create(join(folder, 'onnx', 'model.onnx'))]);
     const ids = (values: number[]) => new ort.Tensor('int64', BigInt64Array.from(values.map(BigInt)), [2, values.length / 2]);
@@ -77,7 +77,7 @@ describe('model/int8_rows.py', () => {
     const folder = join(work, 'matmul');
     oldStyleGraph(folder, 'matmul');
     const before = readFileSync(join(folder, 'onnx', 'model.onnx'));
-    const run = spawnSync(python, ['model/int8_rows.py', folder], { encoding: 'utf8' });
+    const run = spawnSync(python, ['-m', 'model.export.int8_rows', folder], { encoding: 'utf8' });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('t is used by MatMul');
     expect(run.stderr).toContain('not only looked up by Gather on axis 0; not rewritten');

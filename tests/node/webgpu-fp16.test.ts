@@ -1,4 +1,4 @@
-// fp16 on WebGPU for real: model/make_fp16.py converts the model folders (numpy + onnx), and
+// fp16 on WebGPU for real: model/runtime/fp16.py converts the model folders (numpy + onnx), and
 // onnxruntime-node's WebGPU provider runs the result on Mesa's lavapipe, which offers shader-f16.
 // --dtype auto takes fp16 there; vectors stay within cosine 0.999 of the CPU path's fp32.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -19,14 +19,14 @@ const folders: Record<string, string> = {};
 for (const dir of [TEST_MODEL_DIR, BUNDLED_MODEL_DIR]) {
   const copy = join(work, basename(dir));
   cpSync(dir, copy, { recursive: true });
-  execFileSync(python, ['model/make_fp16.py', copy]);
+  execFileSync(python, ['-m', 'model.runtime.fp16', copy]);
   folders[basename(dir)] = copy;
 }
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const input = (texts: string[]): EmbedInput => ({ texts, task: 'retrieval/document', overflowStrategy: 'drop_end', dimensions: null });
 
-describe('model/make_fp16.py', () => {
+describe('model/runtime/fp16.py', () => {
   const inspect = (file: string) =>
     JSON.parse(
       execFileSync(python, [
@@ -58,10 +58,10 @@ g = helper.make_graph([helper.make_node('Range', ['a', 'b', 'c'], ['y'])], 'g',
   [helper.make_tensor_value_info(n, T.FLOAT, []) for n in 'abc'], [helper.make_tensor_value_info('y', T.FLOAT, [None])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 14)]), ${JSON.stringify(join(bad, 'onnx', 'model.onnx'))})`,
     ]);
-    const refused = spawnSync(python, ['model/make_fp16.py', bad], { encoding: 'utf8' });
+    const refused = spawnSync(python, ['-m', 'model.runtime.fp16', bad], { encoding: 'utf8' });
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/Range.*takes float inputs, which float16 does not suit; not converted/);
-    const notFolder = spawnSync(python, ['model/make_fp16.py', work], { encoding: 'utf8' });
+    const notFolder = spawnSync(python, ['-m', 'model.runtime.fp16', work], { encoding: 'utf8' });
     expect(notFolder.status).toBe(2);
     expect(notFolder.stderr).toContain('onnx/model.onnx does not exist: MODEL_DIR must be a model folder');
   });
@@ -74,7 +74,7 @@ describe('--dtype decision (pure)', () => {
   it('auto takes fp16 only when the adapter, the runtime, the model and the file all allow it, and says what was missing', () => {
     expect(decideGpuDtype('auto', facts)).toEqual({ dtype: 'fp16', reason: 'dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx)' });
     expect(decideGpuDtype('auto', { ...facts, adapter: { ...nvidia, features: ['subgroups'] } }).reason).toMatch(/fp32 \(auto: not fp16 because the adapter \(nvidia hopper NVIDIA H100\) does not offer shader-f16\)/);
-    expect(decideGpuDtype('auto', { ...facts, hasFp16File: false }).reason).toContain('make it with: python3 model/make_fp16.py models/m');
+    expect(decideGpuDtype('auto', { ...facts, hasFp16File: false }).reason).toContain('make it with: python3 -m model.runtime.fp16 models/m');
     expect(decideGpuDtype('auto', { ...facts, runtime: 'web' }).dtype).toBe('fp32');
     expect(decideGpuDtype('auto', { ...facts, modelDtype: 'q8' })).toMatchObject({ dtype: 'q8' });
     expect(decideGpuDtype('auto', { ...facts, device: 'cpu' })).toMatchObject({ dtype: 'fp32', reason: expect.stringMatching(/^dtype fp32 \(auto: not q8 because the model folder has no onnx\/model_quantized.onnx/) });
@@ -109,7 +109,7 @@ describe('the bundled model in fp16 on WebGPU against fp32 on the CPU', () => {
   }, 120_000);
 
   it('--dtype fp16 on a folder without model_fp16.onnx stops start-up, saying how to make it', async () => {
-    await expect(loadModelFolder(BUNDLED_MODEL_DIR, { device: 'webgpu', gpuDtype: 'fp16' })).rejects.toThrow(/--dtype fp16: the model folder has no onnx\/model_fp16\.onnx \(make it with: python3 model\/make_fp16\.py .*legal-2-embedder/);
+    await expect(loadModelFolder(BUNDLED_MODEL_DIR, { device: 'webgpu', gpuDtype: 'fp16' })).rejects.toThrow(/--dtype fp16: the model folder has no onnx\/model_fp16\.onnx \(make it with: python3 -m model\.runtime\.fp16 .*legal-2-embedder/);
   }, 120_000);
 });
 

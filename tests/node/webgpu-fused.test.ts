@@ -1,4 +1,4 @@
-// onnxruntime's fused graph (model/fuse_graph.py: Attention, SkipLayerNormalization, BiasGelu) on
+// onnxruntime's fused graph (model/runtime/fuse.py: Attention, SkipLayerNormalization, BiasGelu) on
 // onnxruntime-node's own WebGPU provider, for real on lavapipe in CI: models/test-tiny-bert (the
 // shipped transformer's architecture, exported and fused as the hybrid's is) carries both graphs.
 // --graph auto runs the fused one on WebGPU and the exported one on the CPU, each with the CPU
@@ -25,7 +25,7 @@ describe('decideGraph', () => {
     expect(decideGraph('auto', { ...facts, device: 'cpu' })).toEqual({ graph: 'plain' });
     expect(decideGraph('auto', { ...facts, runtime: 'web' }).reason).toMatch(/not fused because the fused graph runs on onnxruntime-node's WebGPU provider/);
     expect(decideGraph('auto', { ...facts, dtype: 'fp16' }).reason).toMatch(/not fused because the plan runs fp16 and the fused graph is float32/);
-    expect(decideGraph('auto', { ...facts, fused: undefined }).reason).toMatch(/not fused because the model folder has no onnx\/model_fused.onnx \(make it with: python3 model\/fuse_graph.py --model models\/m/);
+    expect(decideGraph('auto', { ...facts, fused: undefined }).reason).toMatch(/not fused because the model folder has no onnx\/model_fused.onnx \(make it with: python3 -m model\.runtime\.fuse --model models\/m/);
     expect(decideGraph('plain', facts)).toEqual({ graph: 'plain', reason: 'exported graph (--graph plain)' });
   });
   it('an explicit fused that cannot be had stops with the reason; on the CPU it runs', () => {
@@ -68,7 +68,7 @@ describe('the fused graph on onnxruntime-node (lavapipe WebGPU, and the CPU)', (
     const copy = join(work, 'rebuilt');
     cpSync(TINY_BERT, copy, { recursive: true });
     const settings = JSON.parse(readFileSync(join(copy, 'lexembed.json'), 'utf8'));
-    expect(settings.fused.source_sha256, 'fuse_graph.py records its source').toMatch(/^[0-9a-f]{64}$/);
+    expect(settings.fused.source_sha256, 'model.runtime.fuse records its source').toMatch(/^[0-9a-f]{64}$/);
     writeFileSync(join(copy, 'lexembed.json'), JSON.stringify({ ...settings, fused: { ...settings.fused, source_sha256: 'f'.repeat(64) } }));
     const stale = await loadModelFolder(copy, { device: 'webgpu' });
     try {

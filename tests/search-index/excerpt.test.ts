@@ -1,6 +1,6 @@
 // The pure parts of search: the excerpt shows the clause that matched (not a passage's first
 // characters), file globs become the SQL filter's regular expression, and score fusion is
-// Qdrant's DBSF as model/evaluate_dev.py measured it.
+// Qdrant's DBSF as model/evaluate/dev.py measured it.
 import { describe, expect, it } from 'vitest';
 import { excerptOf, stemOf } from '../../src/search-index/excerpt.ts';
 import { fuseByDistribution, globToRegex } from '../../src/search-index/search.ts';

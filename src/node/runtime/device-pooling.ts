@@ -8,7 +8,7 @@
 import * as ort from 'onnxruntime-node';
 import type { PaddedBatch } from '../../backend/padding.ts';
 
-/** The pooling graphs, from model/make_pooling_graphs.py (tests/node/runtime/device-pooling.test.ts checks they match). */
+/** The pooling graphs, from model/runtime/pooling_graphs.py (tests/node/runtime/device-pooling.test.ts checks they match). */
 export const POOLING_GRAPHS = {
   mean: 'CAcSCGxleGVtYmVkOvkCCh8KBG1hc2sKBWF4aXMyEgVtYXNrMyIJVW5zcXVlZXplChwKBmhpZGRlbgoFbWFzazMSBm1hc2tlZCIDTXVsCjMKBm1hc2tlZAoFYXhpczESBnN1bW1lZCIJUmVkdWNlU3VtKg8KCGtlZXBkaW1zGACgAQIKMAoEbWFzawoFYXhpczESBWNvdW50IglSZWR1Y2VTdW0qDwoIa2VlcGRpbXMYAaABAgocCgZzdW1tZWQKBWNvdW50EgZwb29sZWQiA0RpdhISbGV4ZW1iZWRfbWVhbl9wb29sKg4IARAHOgEBQgVheGlzMSoOCAEQBzoBAkIFYXhpczJaMgoGaGlkZGVuEigKJggBEiIKBxIFYmF0Y2gKCBIGdG9rZW5zCg0SC2hpZGRlbl9zaXplWiEKBG1hc2sSGQoXCAESEwoHEgViYXRjaAoIEgZ0b2tlbnNiKAoGcG9vbGVkEh4KHAgBEhgKBxIFYmF0Y2gKDRILaGlkZGVuX3NpemVCBAoAEA0=',
   cls: 'CAcSCGxleGVtYmVkOuoBCiwKBmhpZGRlbgoFZmlyc3QSBnBvb2xlZCIGR2F0aGVyKgsKBGF4aXMYAaABAgoYCgRtYXNrEgZ1bnVzZWQiCElkZW50aXR5EhFsZXhlbWJlZF9jbHNfcG9vbCoMEAc6AQBCBWZpcnN0WjIKBmhpZGRlbhIoCiYIARIiCgcSBWJhdGNoCggSBnRva2VucwoNEgtoaWRkZW5fc2l6ZVohCgRtYXNrEhkKFwgBEhMKBxIFYmF0Y2gKCBIGdG9rZW5zYigKBnBvb2xlZBIeChwIARIYCgcSBWJhdGNoCg0SC2hpZGRlbl9zaXplQgQKABAN',

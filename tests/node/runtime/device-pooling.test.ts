@@ -1,6 +1,6 @@
 // Pooling on the GPU (src/node/runtime/device-pooling.ts) for real on lavapipe: the native WebGPU
 // path keeps last_hidden_state in GPU memory and pools it with a second session; its vectors must
-// be the CPU path's for mean and cls pooling, and its graphs the ones model/make_pooling_graphs.py makes.
+// be the CPU path's for mean and cls pooling, and its graphs the ones model/runtime/pooling_graphs.py makes.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,8 +17,8 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 const input = (texts: string[]): EmbedInput => ({ texts, task: 'retrieval/query', overflowStrategy: 'drop_end', dimensions: null });
 const TEXTS = ['The lessee shall pay the rent on the first day of each month.', 'Limitation period', 'x '.repeat(700), 'Every person who contravenes section 12 is guilty of an offence.'];
 
-it('the pooling graphs are the ones model/make_pooling_graphs.py makes', () => {
-  const made = JSON.parse(execFileSync(pythonWithOnnx(), ['model/make_pooling_graphs.py']).toString());
+it('the pooling graphs are the ones model/runtime/pooling_graphs.py makes', () => {
+  const made = JSON.parse(execFileSync(pythonWithOnnx(), ['-m', 'model.runtime.pooling_graphs']).toString());
   expect(made).toEqual(POOLING_GRAPHS);
 });
 

@@ -33,7 +33,7 @@ describe('planInference', () => {
     const plan = planInference(ask({}), { gpu: { adapters: [lavapipe, nvidia], errors: [] }, model });
     expect(plan).toMatchObject({ device: 'webgpu', adapter: nvidia, runtime: 'onnxruntime-node-webgpu', dtype: 'fp16', pooling: 'gpu', batch: { tokens: 'measure', size: 'measure' } });
     expect(describePlan(plan)).toBe(
-      "auto: WebGPU adapter nvidia hopper NVIDIA H100 (onnxruntime-node's WebGPU provider); dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx); exported graph (auto: not fused because the model folder has no onnx/model_fused.onnx (make it with: python3 model/fuse_graph.py --model models/m (onnx and onnxruntime's Python package))); mean pooling on the GPU",
+      "auto: WebGPU adapter nvidia hopper NVIDIA H100 (onnxruntime-node's WebGPU provider); dtype fp16 (auto: the adapter offers shader-f16 and the folder has onnx/model_fp16.onnx); exported graph (auto: not fused because the model folder has no onnx/model_fused.onnx (make it with: python3 -m model.runtime.fuse --model models/m (onnx and onnxruntime's Python package))); mean pooling on the GPU",
     );
     expect(planInference(ask({}), { gpu: { adapters: [nvidia], errors: [] }, model: { ...model, hasFp16File: false } }).dtype).toBe('fp32');
   });

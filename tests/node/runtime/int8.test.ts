@@ -1,4 +1,4 @@
-// The int8 graph (onnx/model_quantized.onnx, model/quantize_graph.py): the rule that decides when
+// The int8 graph (onnx/model_quantized.onnx, model/runtime/quantize.py): the rule that decides when
 // it is served (one for the server's CPU and the browser's WASM), and the shipped hybrid's int8
 // graph run for real on onnxruntime-node against its float32 graph.
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,7 +36,7 @@ describe('decideGpuDtype on the CPU', () => {
   const facts: DtypeFacts = { device: 'cpu', runtime: 'native', modelDtype: 'fp32', hasFp16File: false, quantized: { hasFile: true, record: record(0.642, 0.644) }, folder: 'models/m' };
   it('auto serves q8 where the folder has the file and the figures allow, and says why not otherwise', () => {
     expect(decideGpuDtype('auto', facts).dtype).toBe('q8');
-    expect(decideGpuDtype('auto', { ...facts, quantized: { hasFile: false, record: record(0.642, 0.644) } }).reason).toMatch(/^dtype fp32 \(auto: not q8 because the model folder has no onnx\/model_quantized.onnx \(make it with: python3 model\/quantize_graph.py --model models\/m/);
+    expect(decideGpuDtype('auto', { ...facts, quantized: { hasFile: false, record: record(0.642, 0.644) } }).reason).toMatch(/^dtype fp32 \(auto: not q8 because the model folder has no onnx\/model_quantized.onnx \(make it with: python3 -m model\.runtime\.quantize --model models\/m/);
     expect(decideGpuDtype('auto', { ...facts, quantized: { hasFile: true, record: record(0.6, 0.644) } }).reason).toMatch(/^dtype fp32 \(auto: not q8 because it loses 0.044 nDCG@10/);
     expect(decideGpuDtype('auto', { ...facts, modelDtype: 'q8' }).reason).toContain('not q8 because the model is q8');
   });
@@ -110,7 +110,7 @@ describe('the bundled hybrid\'s int8 graph on onnxruntime-node', () => {
     cpSync(BUNDLED_MODEL_DIR, copy, { recursive: true });
     const settingsPath = join(copy, 'lexembed.json');
     const settings = JSON.parse(readFileSync(settingsPath, 'utf8'));
-    expect(settings.quantized.source_sha256, 'quantize_graph.py records its source').toMatch(/^[0-9a-f]{64}$/);
+    expect(settings.quantized.source_sha256, 'model.runtime.quantize records its source').toMatch(/^[0-9a-f]{64}$/);
     writeFileSync(settingsPath, JSON.stringify({ ...settings, quantized: { ...settings.quantized, source_sha256: '0'.repeat(64) } }));
     const stale = await loadModelFolder(copy, { device: 'cpu', threads: 1 });
     try {
@@ -124,7 +124,7 @@ describe('the bundled hybrid\'s int8 graph on onnxruntime-node', () => {
   it('--dtype q8 on a folder without the file stops with how to make it', async () => {
     const copy = join(work, 'no-int8');
     cpSync(BUNDLED_MODEL_DIR, copy, { recursive: true, filter: (p) => !p.endsWith('model_quantized.onnx') });
-    await expect(loadModelFolder(copy, { device: 'cpu', gpuDtype: 'q8' })).rejects.toThrow(/--dtype q8: the model folder has no onnx\/model_quantized.onnx \(make it with: python3 model\/quantize_graph.py/);
+    await expect(loadModelFolder(copy, { device: 'cpu', gpuDtype: 'q8' })).rejects.toThrow(/--dtype q8: the model folder has no onnx\/model_quantized.onnx \(make it with: python3 -m model\.runtime\.quantize/);
     const fallback = await loadModelFolder(copy, { device: 'cpu', threads: 1 });
     try {
       expect(fallback.runtime.deviceReason).toMatch(/dtype fp32 \(auto: not q8 because the model folder has no onnx\/model_quantized.onnx/);

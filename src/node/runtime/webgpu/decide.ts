@@ -31,10 +31,10 @@ export const GPU_DTYPES = ['auto', 'fp32', 'fp16', 'q8'] as const;
 export type GpuDtype = (typeof GPU_DTYPES)[number];
 /** The float16 graph beside onnx/model.onnx (transformers.js's name for dtype fp16). */
 export const FP16_MODEL_FILE = 'onnx/model_fp16.onnx';
-/** The int8 graph beside onnx/model.onnx (transformers.js's name for dtype q8; model/quantize_graph.py). */
+/** The int8 graph beside onnx/model.onnx (transformers.js's name for dtype q8; model/runtime/quantize.py). */
 export const Q8_MODEL_FILE = 'onnx/model_quantized.onnx';
 
-/** The folder's int8 graph: whether the file is there, and lexembed.json's record of it (model/quantize_graph.py). */
+/** The folder's int8 graph: whether the file is there, and lexembed.json's record of it (model/runtime/quantize.py). */
 export interface QuantizedFacts {
   readonly hasFile: boolean;
   readonly record: ModelSettings['quantized'];
@@ -42,7 +42,7 @@ export interface QuantizedFacts {
   readonly stale?: string;
 }
 
-/** The folder's fused graph: whether the file is there, and lexembed.json's record of it (model/fuse_graph.py). */
+/** The folder's fused graph: whether the file is there, and lexembed.json's record of it (model/runtime/fuse.py). */
 export interface FusedFacts {
   readonly hasFile: boolean;
   readonly record: ModelSettings['fused'];
@@ -65,7 +65,7 @@ export const FUSED_MODEL_FILE = 'onnx/model_fused.onnx';
  * explicit fused that cannot be had stops start-up with the reason.
  */
 export function decideGraph(requested: GraphChoice, facts: { device: 'webgpu' | 'cpu'; runtime: 'native' | 'web'; dtype: string; fused?: FusedFacts; folder: string }): { graph: 'plain' | 'fused'; reason?: string } {
-  const make = `make it with: python3 model/fuse_graph.py --model ${facts.folder} (onnx and onnxruntime's Python package)`;
+  const make = `make it with: python3 -m model.runtime.fuse --model ${facts.folder} (onnx and onnxruntime's Python package)`;
   const missing = !facts.fused?.hasFile
     ? `the model folder has no ${FUSED_MODEL_FILE} (${make})`
     : facts.fused.stale
@@ -105,16 +105,16 @@ export interface DtypeFacts {
 
 /**
  * The model's precision (--dtype). On WebGPU: fp16 runs on onnxruntime-node's WebGPU provider when
- * the adapter has `shader-f16` and the folder has onnx/model_fp16.onnx (model/make_fp16.py); auto
+ * the adapter has `shader-f16` and the folder has onnx/model_fp16.onnx (model/runtime/fp16.py); auto
  * takes it then and says why not otherwise. A loaded fp16 graph is then checked against the CPU
  * path at load (load-model.ts, fp16-check.ts). On the CPU: q8 runs onnx/model_quantized.onnx
- * (int8 MatMuls, model/quantize_graph.py); auto takes it where lexembed.json's dev-set figures say
+ * (int8 MatMuls, model/runtime/quantize.py); auto takes it where lexembed.json's dev-set figures say
  * it loses at most `maxDevLoss` nDCG@10 against fp32, and says why not otherwise. An explicit
  * dtype that cannot be had stops start-up with the reason.
  */
 export function decideGpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype: string; reason: string } {
   if (facts.device === 'cpu' || requested === 'q8') return decideCpuDtype(requested, facts);
-  const make = `make it with: python3 model/make_fp16.py ${facts.folder} (numpy and onnx)`;
+  const make = `make it with: python3 -m model.runtime.fp16 ${facts.folder} (numpy and onnx)`;
   const missing =
     facts.runtime !== 'native'
       ? "the web runtime's fp16 is untested; fp16 runs on onnxruntime-node's WebGPU provider (--webgpu-runtime native)"
@@ -137,7 +137,7 @@ export function decideGpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype:
 
 function decideCpuDtype(requested: GpuDtype, facts: DtypeFacts): { dtype: string; reason: string } {
   if (requested === 'fp16') throw new Error('--dtype fp16: the model runs on cpu, where fp16 is slower than fp32; use --dtype auto, fp32 or q8 there');
-  const make = `make it with: python3 model/quantize_graph.py --model ${facts.folder} --dev ../shared/data/legal-eval-dev (onnx and onnxruntime's Python package)`;
+  const make = `make it with: python3 -m model.runtime.quantize --model ${facts.folder} --dev ../shared/data/legal-eval-dev (onnx and onnxruntime's Python package)`;
   const verdict = int8Verdict(facts.quantized?.record);
   const missing =
     facts.device === 'webgpu'

@@ -1,0 +1,1 @@
+"""model/common/: see README.md beside this file."""

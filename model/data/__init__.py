@@ -1,0 +1,1 @@
+"""model/data/: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""model/evaluate/: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""model/export/: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""model/gpu/: see README.md beside this file."""

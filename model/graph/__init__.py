@@ -1,0 +1,1 @@
+"""model/graph/: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""model/rules/: see README.md beside this file."""

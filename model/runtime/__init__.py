@@ -1,0 +1,1 @@
+"""model/runtime/: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""model/sparse/: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""model/train/: see README.md beside this file."""
