@@ -87,7 +87,7 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       if (!(await sql.tryWriterLock())) throw new IndexError(`another lexembed index run is writing to ${sql.where}: wait for it to finish (one writer at a time)`);
       const settings = await made();
       const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent);
-      await settleWrites(sql);
+      await settleWrites(sql, { removed: report.changed.length + report.removed.length > 0 });
       return report;
     },
     async search(query, options, embed) {
