@@ -125,7 +125,7 @@ describe('the vectors fingerprint', () => {
   /** A base64 table with its first 4-byte value changed. */
   const flipped = (base64: string) => {
     const bytes = Buffer.from(base64, 'base64');
-    bytes[0] ^= 1;
+    bytes[0] = bytes[0]! ^ 1;
     return bytes.toString('base64');
   };
 
