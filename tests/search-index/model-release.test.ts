@@ -123,6 +123,7 @@ describe('a model release that keeps the document vectors', () => {
     await withModel(queryRelease, async (embedder) => {
       // The whole fingerprint moved: a check by it alone refuses this index.
       expect(embedder.settings.fingerprint).not.toBe(before.model.fingerprint);
+      expect(before.model.vectors?.sparse).toMatch(/^sha256:[0-9a-f]{16}$/);
       expect(embedder.settings.vectors).toEqual(before.model.vectors);
       const kept = await hitsIn(made, embedder);
       expect(kept).toEqual(await hitsIn(fresh, embedder));
@@ -182,6 +183,7 @@ describe('an index written before lexembed recorded its vectors fingerprint', ()
       }))[0]!.n;
       const found = await hitsIn(old, embedder);
       expect((await recorded(old)).model).toEqual({ ...model, vectors: embedder.settings.vectors });
+      expect((await recorded(old)).model.vectors?.graph).toMatch(/^sha256:[0-9a-f]{16}$/);
       const index = await openIndex(old, { embedder });
       try {
         expect(await index.update([docs])).toMatchObject({ added: [], changed: [], unchanged: 4, passagesAdded: 0 });
