@@ -145,7 +145,7 @@ export async function searchIndex(source: ModelSource, index: string, meta: Inde
     const differ = vectorPartsThatDiffer(made.vectors, now.vectors, DENSE_PARTS);
     if (differ.length) {
       throw new UsageError(
-        `lexembed search: ${index} was embedded by model ${made.id ?? made.name}, and the query would be embedded by ${now.id ?? now.name}: their vectors do not compare, because ${describeVectorParts(differ)} ${differ.length > 1 ? 'differ' : 'differs'}. Search with the model that embedded it (--model <its folder>, the same --dtype; or --remote <its server>), or embed the input again`,
+        `lexembed search: ${index} was embedded by model ${made.id ?? made.name} (fingerprint ${made.fingerprint}), and the query would be embedded by ${now.id ?? now.name} (fingerprint ${now.fingerprint}): their vectors do not compare, because ${describeVectorParts(differ)} ${differ.length > 1 ? 'differ' : 'differs'}. Search with the model that embedded it (--model <its folder>, the same --dtype; or --remote <its server>), or embed the input again`,
       );
     }
   } else if (made.fingerprint && now.fingerprint && made.fingerprint !== now.fingerprint) {

@@ -250,7 +250,7 @@ describe('lexembed embed', () => {
     expect(refused.stderr).toMatch(/model vectors: lexembed\.json's document settings \(max_input_tokens, pooling, dimensions, the retrieval\/document prompt, document_form\) "sha256:\w{16}" there, "sha256:\w{16}" now/);
     const searched = await search();
     expect(searched.code).toBe(2);
-    expect(searched.stderr).toMatch(/was embedded by model tiny-release, and the query would be embedded by tiny-v2: their vectors do not compare, because lexembed\.json's document settings .* differs\. Search with the model that embedded it/);
+    expect(searched.stderr).toMatch(/was embedded by model tiny-release \(fingerprint sha256:\w{16}\), and the query would be embedded by tiny-v2 \(fingerprint sha256:\w{16}\): their vectors do not compare, because lexembed\.json's document settings .* differs\. Search with the model that embedded it/);
   }, 120_000);
 
   it('validates --dimensions as the server does, counts truncated texts, warns on an empty input', async () => {

@@ -11,6 +11,8 @@ import type { Embedder } from '../../src/embedder/types.ts';
 import { loadModelFolder, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { IndexError, openIndex, type SearchHit } from '../../src/search-index/index.ts';
 import { openLocation } from '../../src/search-index/location.ts';
+import { recordVectors } from '../../src/search-index/schema.ts';
+import type { Sql } from '../../src/search-index/sql.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
 
 let dir: string;
@@ -197,4 +199,13 @@ describe('an index written before lexembed recorded its vectors fingerprint', ()
     expect(await withModel(queryRelease, (embedder) => hitsIn(old, embedder))).toEqual(await withModel(queryRelease, (embedder) => hitsIn(fresh, embedder)));
     expect(hits.map((h) => h[0]!.file.slice(0, 11))).toEqual(['contract-00', 'contract-01', 'contract-02', 'contract-03']);
   }, 240_000);
+});
+
+describe('recordVectors on a server that takes no writes', () => {
+  it('leaves the index as it is (a read replica searches it; a writer records them), and any other failure is thrown', async () => {
+    const failing = (code: string) => ({ transaction: async () => Promise.reject(Object.assign(new Error('refused'), { code })) }) as unknown as Sql;
+    const vectors = { graph: 'sha256:0', tokenizer: 'sha256:1', document: 'sha256:2', sparse: 'sha256:3' };
+    expect(await recordVectors(failing('25006'), vectors)).toBe(false);
+    await expect(recordVectors(failing('53100'), vectors)).rejects.toThrow('refused');
+  });
 });
