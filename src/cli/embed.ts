@@ -17,7 +17,8 @@ import { detectFormat, readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { DEVICE_OPTIONS, deviceOptions } from './device-options.ts';
 import { describeOptions, integerIn, parseOptions, remoteUrl, UsageError, type OptionValues } from './options.ts';
 import { createProgress } from './progress.ts';
-import { remoteIdentity, type ModelIdentity } from './model-source.ts';
+import { localIdentity, outputIdentity, remoteIdentity, type ModelIdentity } from './model-source.ts';
+import { DENSE_PARTS, VECTOR_PARTS } from '../embedder/fingerprint.ts';
 import { messageOf } from '../util/message-of.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
@@ -109,7 +110,7 @@ export async function embedCommand(args: string[], out: (s: string) => void, err
   const source = await openSource(config, task, dimensions, chunking, err);
 
   // The output records how it was made; a resumed run must make the same vectors.
-  const made = { ...runSettings(await source.identity(), task, dimensions, chunking), shard: shard ? `${shard.index}/${shard.count}` : null };
+  const made = { ...runSettings(outputIdentity(await source.identity(), task), task, dimensions, chunking), shard: shard ? `${shard.index}/${shard.count}` : null };
   // Where the texts are (for lexembed search's passages): recorded, not compared on resume.
   const from = { format: corpus.format, inputs: positionals.map((p) => resolve(p)), id_field: config['id-field'], text_field: config['text-field'] };
   checkOrWriteMeta(config.output, made, resume.last !== null, from);
@@ -259,7 +260,7 @@ async function openSource(config: EmbedConfig, task: (typeof TASKS)[number] | nu
       truncated += r.value.truncatedTexts ?? 0;
       return r.value.vectors.map((v) => Array.from(v));
     },
-    identity: async () => ({ name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null }),
+    identity: async () => localIdentity(embedder),
     truncated: () => truncated,
     maxInputTokens: embedder.settings.max_input_tokens,
     chunkText: chunking
@@ -479,10 +480,19 @@ function checkOrWriteMeta(output: string, run: RunSettings, hasRows: boolean, fr
     } catch (error) {
       throw new UsageError(`lexembed embed: ${path} is not readable JSON (${messageOf(error)}); choose another --output`);
     }
+    // Document vectors recorded with their vectors fingerprint are compared by it (a release that
+    // keeps the graph, the tokenizer and the document settings keeps the output); else by the model's whole identity.
+    const [made, now] = [recorded?.model?.vectors, run.model.vectors];
+    const model: [string, unknown, unknown][] =
+      made && now
+        ? DENSE_PARTS.map((part) => [`model vectors: ${VECTOR_PARTS[part]}`, made[part], now[part]])
+        : [
+            ['model name', recorded?.model?.name, run.model.name],
+            ['model id', recorded?.model?.id, run.model.id],
+            ['model fingerprint (the weights)', recorded?.model?.fingerprint, run.model.fingerprint],
+          ];
     const fields: [string, unknown, unknown][] = [
-      ['model name', recorded?.model?.name, run.model.name],
-      ['model id', recorded?.model?.id, run.model.id],
-      ['model fingerprint (the weights)', recorded?.model?.fingerprint, run.model.fingerprint],
+      ...model,
       ['task', recorded?.task, run.task],
       ['dimensions', recorded?.dimensions, run.dimensions],
       ['--chunk-tokens', recorded?.chunk_tokens, run.chunk_tokens],

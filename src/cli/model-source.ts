@@ -5,17 +5,23 @@
 import { Lexembed, type EmbeddingCreateParams, type RerankingCreateParams, type TokenizeCreateParams } from '../client/index.ts';
 import { DEFAULT_RERANK_MODEL_NAME, type EmbeddingResponse, type RerankResponse, type TokenizeResponse } from '../contract/index.ts';
 import type { TextChunk } from '../embedder/chunk.ts';
+import { DENSE_PARTS, type VectorsFingerprint } from '../embedder/fingerprint.ts';
 import type { Embedder } from '../embedder/types.ts';
 import { inProcessClient } from '../local/in-process.ts';
 import { loadModelFolder } from '../node/runtime/load-model.ts';
 import { messageWithCause } from '../util/message-of.ts';
 import { deviceOptions, type DeviceConfig } from './device-options.ts';
 
-/** Which weights make the vectors: the API name, the folder's id and the fingerprint of the served files. */
+/**
+ * Which weights make the vectors: the API name, the folder's id, the fingerprint of the served
+ * files and, for a model loaded here, the vectors fingerprint (what a document's vectors depend
+ * on; a server's /health does not show it, so a remote model's is null).
+ */
 export interface ModelIdentity {
   readonly name: string;
   readonly id: string | null;
   readonly fingerprint: string | null;
+  readonly vectors: Partial<VectorsFingerprint> | null;
 }
 
 export interface ModelSource {
@@ -67,7 +73,7 @@ export async function openModelSource(config: SourceConfig): Promise<ModelSource
     chunkText: client.chunkText,
     where: `${config.model} (${embedder.runtime.deviceReason ?? 'cpu'})`,
     embedder,
-    identity: async () => ({ name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null }),
+    identity: async () => localIdentity(embedder),
     dispose: () => embedder.dispose(),
   };
 }
@@ -83,5 +89,22 @@ export async function remoteIdentity(baseURL: string, modelName: string): Promis
   }
   const body = (await res.json().catch(() => ({}))) as { model_id?: string; fingerprint?: string };
   if (!res.ok) throw new Error(`${url} answered ${res.status}: the server is not ready (is the model still loading?)`);
-  return { name: modelName, id: body.model_id ?? null, fingerprint: body.fingerprint ?? null };
+  return { name: modelName, id: body.model_id ?? null, fingerprint: body.fingerprint ?? null, vectors: null };
+}
+
+/** A model loaded here: its name, id, fingerprint and vectors fingerprint. */
+export function localIdentity(embedder: Embedder): ModelIdentity {
+  const { id, fingerprint, vectors } = embedder.settings;
+  return { name: embedder.modelName, id: id ?? null, fingerprint: fingerprint ?? null, vectors: vectors ?? null };
+}
+
+/**
+ * The identity an output of `task` records (OUT.meta.json): with the dense parts of the vectors
+ * fingerprint where it holds document vectors (the document settings they cover are
+ * retrieval/document's), so a release that keeps them keeps the output; other tasks' vectors
+ * depend on their own prompts, and their outputs are checked by the whole fingerprint.
+ */
+export function outputIdentity(identity: ModelIdentity, task: string | null): ModelIdentity {
+  const vectors = task === 'retrieval/document' && identity.vectors ? Object.fromEntries(DENSE_PARTS.map((p) => [p, identity.vectors![p]])) : null;
+  return { ...identity, vectors };
 }

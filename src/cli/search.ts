@@ -7,6 +7,7 @@ import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { DocumentUnit } from '../documents/extract.ts';
+import { DENSE_PARTS, describeVectorParts, vectorPartsThatDiffer } from '../embedder/fingerprint.ts';
 import { DocumentReader, listDocuments } from '../node/documents.ts';
 import { readCorpus, type CorpusFormat } from '../node/corpus.ts';
 import { BUNDLED_MODEL_DIR } from '../node/runtime/load-model.ts';
@@ -138,7 +139,16 @@ export function readMeta(index: string): IndexMeta {
 export async function searchIndex(source: ModelSource, index: string, meta: IndexMeta, query: string, options: { top: number; rerank: boolean; candidates: number }): Promise<Hit[]> {
   const made = meta.settings.model;
   const now = await source.identity();
-  if (made.fingerprint && now.fingerprint && made.fingerprint !== now.fingerprint) {
+  // Document vectors recorded with their vectors fingerprint are compared by its dense parts (a new
+  // query side keeps the output); else by the whole fingerprint, where both are known.
+  if (made.vectors && now.vectors) {
+    const differ = vectorPartsThatDiffer(made.vectors, now.vectors, DENSE_PARTS);
+    if (differ.length) {
+      throw new UsageError(
+        `lexembed search: ${index} was embedded by model ${made.id ?? made.name} (fingerprint ${made.fingerprint}), and the query would be embedded by ${now.id ?? now.name} (fingerprint ${now.fingerprint}): their vectors do not compare, because ${describeVectorParts(differ)} ${differ.length > 1 ? 'differ' : 'differs'}. Search with the model that embedded it (--model <its folder>, the same --dtype; or --remote <its server>), or embed the input again`,
+      );
+    }
+  } else if (made.fingerprint && now.fingerprint && made.fingerprint !== now.fingerprint) {
     throw new UsageError(
       `lexembed search: ${index} was embedded by model ${made.id ?? made.name} (fingerprint ${made.fingerprint}), and the query would be embedded by ${now.id ?? now.name} (fingerprint ${now.fingerprint}): their vectors do not compare. Search with the model that embedded it (--model <its folder>, the same --dtype; or --remote <its server>), or embed the input again`,
     );

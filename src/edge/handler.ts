@@ -141,7 +141,7 @@ async function loadWithFiles(wasmModule: WebAssembly.Module, fetchModelFile: (pa
       backend: await createTransformersBackend({ modelId: 'model', localModelPath: '/models/', settings, device: 'wasm' }),
       graphFile: graphFileOf(settings.dtype),
     }),
-    fingerprint: (graphFile) => files.fingerprint(graphFile, (file) => fetchModelFile(`/models/model/${file}`)),
+    fingerprints: (graphFile) => files.fingerprints(graphFile, (file) => fetchModelFile(`/models/model/${file}`)),
   });
 }
 

@@ -5,6 +5,7 @@
 // identity (its id and the fingerprint of the graph that makes the vectors) and the embedder are
 // made here, once, so every runtime's answers carry the same model id and fingerprint.
 import { createEmbedder, type EmbedderHooks } from './embedder.ts';
+import type { ModelFingerprints } from './fingerprint.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './batch-defaults.ts';
 import { parseModelSettings, type ModelSettings } from './settings.ts';
 import type { Embedder, EmbeddingBackend } from './types.ts';
@@ -23,8 +24,8 @@ export interface ModelSource {
    * (fingerprint.ts graphFileOf) and, where it decided them with the backend, the batch limits.
    */
   openBackend(settings: ModelSettings): Promise<{ readonly backend: EmbeddingBackend; readonly graphFile: string; readonly limits?: SchedulerLimits }>;
-  /** The fingerprint of that graph, the tokenizer and lexembed.json (fingerprint.ts), or null when one cannot be read. */
-  fingerprint(graphFile: string): Promise<string | null>;
+  /** The fingerprint and the vectors fingerprint of that graph, the tokenizer and lexembed.json (fingerprint.ts), or null when one cannot be read. */
+  fingerprints(graphFile: string): Promise<ModelFingerprints | null>;
 }
 
 export interface LoadOptions {
@@ -44,7 +45,9 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const { backend, graphFile, limits } = await source.openBackend(settings);
   try {
     // The graph the backend loaded (fp32, fp16, int8 or fused) is what makes the vectors.
-    settings.fingerprint = (await source.fingerprint(graphFile)) ?? undefined;
+    const identity = await source.fingerprints(graphFile);
+    settings.fingerprint = identity?.fingerprint;
+    settings.vectors = identity?.vectors;
     return createEmbedder(settings, backend, limits ?? options.limits ?? DEFAULT_SCHEDULER_LIMITS, options.hooks);
   } catch (error) {
     await backend.dispose();

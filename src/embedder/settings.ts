@@ -15,6 +15,8 @@ export const ModelSettingsSchema = z
     id: z.string().min(1).optional(),
     /** A short hash of the served files (weights, tokenizer, settings), set by the loader, never read from the file. */
     fingerprint: z.string().optional(),
+    /** What a document's stored vectors depend on (fingerprint.ts VectorsFingerprint), set by the loader, never read from the file. */
+    vectors: z.object({ graph: z.string(), tokenizer: z.string(), document: z.string(), sparse: z.string().nullable() }).optional(),
     description: z.string().optional(),
     max_input_tokens: z.number().int().min(2),
     pooling: z.enum(['mean', 'cls']).default('mean'),

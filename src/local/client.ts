@@ -130,7 +130,7 @@ async function load(options: LocalClientOptions): Promise<{ embedder: Embedder; 
         return { backend: opened.backend, graphFile: graphFileOf(opened.choice.dtype, opened.choice.graph) };
       },
       // A file transformers.js took from its Cache API copy did not pass through fetch: read it there (or fetch it again).
-      fingerprint: (graphFile) => files.fingerprint(graphFile, async (file) => (await cachedFile(tf.cacheKey, `${base}${file}`)) ?? network(`${base}${file}`)),
+      fingerprints: (graphFile) => files.fingerprints(graphFile, async (file) => (await cachedFile(tf.cacheKey, `${base}${file}`)) ?? network(`${base}${file}`)),
     },
     { limits: options.maxBatchTokens ? { ...DEFAULT_SCHEDULER_LIMITS, maxBatchTokens: options.maxBatchTokens } : undefined },
   );

@@ -10,7 +10,7 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
-import { checkSameVectors, ensureSchema, IndexError, readSettings, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
+import { checkSameVectors, ensureSchema, IndexError, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
@@ -26,7 +26,7 @@ export const DEFAULT_CHUNK_TOKENS = 256;
 export const MAX_QUERY_CHARACTERS = 10_000;
 
 export interface OpenIndexOptions {
-  /** The loaded model (loadModelFolder): the one that made the index, checked by its fingerprint. */
+  /** The loaded model (loadModelFolder): one that makes the index's vectors, checked by its vectors fingerprint (schema.ts checkSameVectors). */
   readonly embedder: Embedder;
   /** Make the index when there is none (default true); false: an IndexError says how to make it. */
   readonly create?: boolean;
@@ -58,8 +58,13 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
     let settings: IndexSettings | null = found;
     // An older format is searched as it is (format 1 without document contexts) until a writer upgrades it.
     let version = found?.schemaVersion ?? SCHEMA_VERSION;
-    if (settings) checkSameVectors(settings, { ...model.settings, chunkTokens: settings.chunkTokens }, sql.where);
-    else if (options.create === false) throw new IndexError(`no index at ${sql.where}: make one with lexembed index <folder of documents> --index ${location}`);
+    if (settings) {
+      checkSameVectors(settings, { ...model.settings, chunkTokens: settings.chunkTokens }, sql.where);
+      // An index written before lexembed recorded its vectors fingerprint, accepted by its whole
+      // one: these are its vectors' parts, recorded so that a later release that keeps them keeps it.
+      const vectors = model.settings.model.vectors;
+      if (!settings.model.vectors && settings.model.fingerprint && vectors && (await recordVectors(sql, vectors))) settings = { ...settings, model: { ...settings.model, vectors } };
+    } else if (options.create === false) throw new IndexError(`no index at ${sql.where}: make one with lexembed index <folder of documents> --index ${location}`);
     const current = () => (settings ? { settings, layout: { contexts: version >= 2, sparseTable: sparseTableOf(version) } } : null);
     return handle(sql, model, current, async () => {
       if (settings) {

@@ -30,7 +30,7 @@ export function indexModelOf(embedder: Embedder): IndexModel {
   };
   return {
     settings: {
-      model: { name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null },
+      model: { name: embedder.modelName, id: embedder.settings.id ?? null, fingerprint: embedder.settings.fingerprint ?? null, vectors: embedder.settings.vectors ?? null },
       dimensions: embedder.maxDimensions,
       vocabularySize: sparse.vocabularySize,
     },

@@ -1,6 +1,7 @@
 // The index's tables and what it records about itself, the same in PGlite and PostgreSQL:
 //   lexembed_index     one row: the schema version, the model that made the vectors (name, id,
-//                      fingerprint), the dense width, the sparse vocabulary size, the chunk size
+//                      fingerprint, and the vectors fingerprint: what makes a passage's vectors),
+//                      the dense width, the sparse vocabulary size, the chunk size
 //   lexembed_files     one row per indexed file: root + path, content hash, its terms' counts, its
 //                      context (the opening lines that name it: title, parties) with their sparse
 //                      vector, so a question that names a document can be scoped to it
@@ -16,6 +17,7 @@
 // A file's passages, its row and the counts change in one transaction, so an interrupted run
 // leaves whole files.
 import type { Problem } from '../contract/index.ts';
+import { describeVectorParts, vectorPartsThatDiffer, type VectorsFingerprint } from '../embedder/fingerprint.ts';
 import { contextOf } from './context.ts';
 import type { Sql, SqlQuery } from './sql.ts';
 
@@ -24,7 +26,12 @@ export const SCHEMA_VERSION = 3;
 
 /** Which vectors an index holds: it only answers queries embedded the same way. */
 export interface IndexSettings {
-  readonly model: { readonly name: string; readonly id: string | null; readonly fingerprint: string | null };
+  /**
+   * The model that made the index, and what its passages' vectors depend on (`vectors`: the graph,
+   * the tokenizer, the document settings, the sparse table; absent in an index written before
+   * lexembed recorded it, until recordVectors adds it).
+   */
+  readonly model: { readonly name: string; readonly id: string | null; readonly fingerprint: string | null; readonly vectors?: VectorsFingerprint | null };
   readonly dimensions: number;
   readonly vocabularySize: number;
   readonly chunkTokens: number;
@@ -44,6 +51,9 @@ export class IndexError extends Error {
 
 /** The passage count's row in lexembed_terms. */
 export const PASSAGES_ROW = -1;
+
+/** PostgreSQL's SQLSTATE for a write in a read-only transaction (a hot standby's, or default_transaction_read_only). */
+const READ_ONLY_TRANSACTION = '25006';
 
 /** The settings recorded in the index, or null when it has no tables yet. */
 export async function readSettings(sql: SqlQuery, where: string): Promise<(IndexSettings & { schemaVersion: number; lexembedVersion: string }) | null> {
@@ -81,6 +91,26 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
     await tx.query('create table lexembed_terms (term int primary key, df int not null)');
     await tx.query('insert into lexembed_terms values ($1, 0)', [PASSAGES_ROW]);
   });
+}
+
+/**
+ * Records the vectors fingerprint in an index written before lexembed recorded it (one that
+ * checkSameVectors accepted by its whole fingerprint, so these are its vectors' parts), in one
+ * transaction; nothing is embedded again. False where the server takes no writes (a read
+ * replica): the index is searched as it is, and a writer records it.
+ */
+export async function recordVectors(sql: Sql, vectors: VectorsFingerprint): Promise<boolean> {
+  try {
+    await sql.transaction(async (tx) => {
+      const [row] = await tx.query<{ settings: IndexSettings }>('select settings from lexembed_index for update');
+      if (row?.settings.model.vectors) return;
+      await tx.query(`update lexembed_index set settings = jsonb_set(settings, '{model,vectors}', $1::jsonb)`, [JSON.stringify(vectors)]);
+    });
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === READ_ONLY_TRANSACTION) return false;
+    throw error;
+  }
 }
 
 /**
@@ -130,13 +160,30 @@ async function addFileContexts(tx: SqlQuery, sparseOf: (texts: readonly string[]
   }
 }
 
-/** Refuses vectors another model (or another width, vocabulary or chunking) would make. */
+/**
+ * Refuses vectors another model (or another width, vocabulary or chunking) would make. An index
+ * that records its vectors fingerprint is compared by it: a model release that leaves the graph,
+ * the tokenizer, the document settings and the sparse table as they were (a new query side, id or
+ * description) keeps the index, and one that changes any of them is refused naming it. An index
+ * written before (its whole fingerprint alone) is compared by that, as then.
+ */
 export function checkSameVectors(found: IndexSettings, wanted: IndexSettings, where: string): void {
   const a = found.model;
   const b = wanted.model;
-  if (a.fingerprint !== b.fingerprint || a.name !== b.name || found.dimensions !== wanted.dimensions || found.vocabularySize !== wanted.vocabularySize) {
+  const what = 'Use the model that made the index (--model <its folder>, the same --dtype), or index into a new location';
+  if (a.vectors && b.vectors) {
+    const [made, now] = [a.vectors, b.vectors];
+    const differ = vectorPartsThatDiffer(made, now);
+    if (differ.length) {
+      throw new IndexError(
+        `${where} holds vectors of model ${a.id ?? a.name} and this model is ${b.id ?? b.name}: their vectors do not compare, because ${describeVectorParts(differ)} ${differ.length > 1 ? 'differ' : 'differs'} (${differ.map((p) => `${p} ${made[p]} there, ${now[p]} now`).join('; ')}). ${what}`,
+      );
+    }
+  }
+  const sameModel = (a.vectors && b.vectors) || (a.fingerprint === b.fingerprint && a.name === b.name);
+  if (!sameModel || found.dimensions !== wanted.dimensions || found.vocabularySize !== wanted.vocabularySize) {
     throw new IndexError(
-      `${where} holds vectors of model ${a.id ?? a.name} (fingerprint ${a.fingerprint}, ${found.dimensions} dimensions), and this model is ${b.id ?? b.name} (fingerprint ${b.fingerprint}, ${wanted.dimensions} dimensions): their vectors do not compare. Use the model that made the index (--model <its folder>), or index into a new location`,
+      `${where} holds vectors of model ${a.id ?? a.name} (fingerprint ${a.fingerprint}, ${found.dimensions} dimensions), and this model is ${b.id ?? b.name} (fingerprint ${b.fingerprint}, ${wanted.dimensions} dimensions): their vectors do not compare. ${what}`,
     );
   }
   if (found.chunkTokens !== wanted.chunkTokens) {

@@ -1,11 +1,11 @@
 // `lexembed embed` end to end on a small corpus: formats, progress, bad rows, remote mode, and
 // an interruption (SIGKILL) followed by a resume that loses and duplicates nothing.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, appendFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_MODEL_DIR, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { BUNDLED_MODEL_DIR, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { CLI, runCli, startServe } from '../support/cli.ts';
 
 let dir: string;
@@ -211,6 +211,47 @@ describe('lexembed embed', () => {
     rmSync(`${output}.meta.json`);
     expect((await embedStatic(input, output, '--dimensions', '64')).stderr).toContain('has rows but no');
   }, 120_000); // several lexembed processes, each loading a model (~5 s each on 2 cores)
+
+  it('resumes and searches a document output with a release that keeps its document vectors, and refuses one that changes them, naming the part', async () => {
+    const model = join(dir, 'tiny-release');
+    cpSync(TEST_MODEL_DIR, model, { recursive: true });
+    const release = (edit: (settings: Record<string, any>) => void) => {
+      const path = join(model, 'lexembed.json');
+      const settings = JSON.parse(readFileSync(path, 'utf8'));
+      edit(settings);
+      writeFileSync(path, JSON.stringify(settings));
+    };
+    const input = join(dir, 'release.jsonl');
+    const row = (id: string, text: string) => `${JSON.stringify({ id, text })}
+`;
+    writeFileSync(input, row('a', 'The tenant shall pay rent monthly.') + row('b', 'Notice of termination must be in writing.'));
+    const output = join(dir, 'release.out.jsonl');
+    const run = (...extra: string[]) => runCli(['embed', input, '--output', output, '--model', model, '--task', 'retrieval/document', ...extra]);
+    const search = () => runCli(['search', output, 'rent', '--model', model, '--json']);
+    const first = await run();
+    expect(first.code, first.stderr).toBe(0);
+    const { model: recorded } = JSON.parse(readFileSync(`${output}.meta.json`, 'utf8')).settings;
+    expect(recorded.vectors).toEqual({ graph: expect.stringMatching(/^sha256:[0-9a-f]{16}$/), tokenizer: expect.stringMatching(/^sha256:/), document: expect.stringMatching(/^sha256:/) });
+
+    // A new id, description and query prompt: the rows resume, and the output is searched.
+    release((s) => Object.assign(s, { id: 'tiny-v2', description: 'The next release.', prompts: { ...s.prompts, 'retrieval/query': 'question: ' } }));
+    appendFileSync(input, row('c', 'Rent is due on the first day of each month.'));
+    const resumed = await run();
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readOut(output).map((x) => x.id)).toEqual(['a', 'b', 'c']);
+    const found = await search();
+    expect(found.code, found.stderr).toBe(0);
+    expect(JSON.parse(found.stdout)).toHaveLength(3);
+
+    // Another document prompt changes the document vectors: refused by both, naming it.
+    release((s) => (s.prompts['retrieval/document'] = 'document: '));
+    const refused = await run();
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/model vectors: lexembed\.json's document settings \(max_input_tokens, pooling, dimensions, the retrieval\/document prompt, document_form\) "sha256:\w{16}" there, "sha256:\w{16}" now/);
+    const searched = await search();
+    expect(searched.code).toBe(2);
+    expect(searched.stderr).toMatch(/was embedded by model tiny-release \(fingerprint sha256:\w{16}\), and the query would be embedded by tiny-v2 \(fingerprint sha256:\w{16}\): their vectors do not compare, because lexembed\.json's document settings .* differs\. Search with the model that embedded it/);
+  }, 120_000);
 
   it('validates --dimensions as the server does, counts truncated texts, warns on an empty input', async () => {
     const input = join(dir, 'long.jsonl');

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { EmbedderHooks } from '../../embedder/embedder.ts';
 import { loadModel } from '../../embedder/load.ts';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from '../../embedder/scheduler.ts';
-import { formatFingerprint } from '../../embedder/fingerprint.ts';
+import { formatFingerprint, vectorsFingerprint, type ModelFingerprints, type VectorsFingerprint } from '../../embedder/fingerprint.ts';
 import { SETTINGS_FILE, type ModelSettings } from '../../embedder/settings.ts';
 import type { TransformersBackendOptions } from '../../backend/transformers-backend.ts';
 import { createWorkerBackend, type PlannedBackend } from './worker-backend.ts';
@@ -120,7 +120,7 @@ export async function loadModelFolder(dir: string, options: LoadModelOptions = {
       readSettings: async () => ({ value: readJsonFile(settingsPath), origin: settingsPath }),
       folderName: basename(folder),
       openBackend: (settings) => openFolderBackend(folder, settings, options),
-      fingerprint: async (graphFile) => folderFingerprint(folder, graphFile),
+      fingerprints: async (graphFile) => folderFingerprints(folder, graphFile),
     },
     { modelName: options.modelName, hooks: options.hooks },
   );
@@ -222,12 +222,24 @@ function readJsonFile(path: string): unknown {
  * @example modelFingerprint('models/legal-2-embedder') // 'sha256:3f9a0c…' (16 hex digits)
  */
 export function modelFingerprint(folder: string, dtype = 'fp32', graph: 'plain' | 'fused' = 'plain'): string {
-  return folderFingerprint(folder, graphFileOf(dtype, graph));
+  return folderFingerprints(folder, graphFileOf(dtype, graph)).fingerprint;
 }
 
-/** The fingerprint (embedder/fingerprint.ts) of a folder's files on disk. */
-function folderFingerprint(folder: string, graphFile: string): string {
-  const hash = createHash('sha256');
-  for (const file of [graphFile, 'tokenizer.json', SETTINGS_FILE]) hash.update(readFileSync(join(folder, file)));
-  return formatFingerprint(hash.digest());
+/**
+ * What a document's stored vectors depend on, part by part (embedder/fingerprint.ts
+ * vectorsFingerprint): what an index checks, so that a release changing only the query side keeps it.
+ * @example modelVectorsFingerprint('models/legal-2-embedder') // { graph: 'sha256:…', tokenizer: …, document: …, sparse: … }
+ */
+export function modelVectorsFingerprint(folder: string, dtype = 'fp32', graph: 'plain' | 'fused' = 'plain'): VectorsFingerprint {
+  return folderFingerprints(folder, graphFileOf(dtype, graph)).vectors;
+}
+
+/** The fingerprint and the vectors fingerprint (embedder/fingerprint.ts) of a folder's files on disk, each file read once. */
+function folderFingerprints(folder: string, graphFile: string): ModelFingerprints {
+  const [graph, tokenizer, settings] = [graphFile, 'tokenizer.json', SETTINGS_FILE].map((file) => readFileSync(join(folder, file)));
+  const whole = createHash('sha256').update(graph!).update(tokenizer!).update(settings!);
+  return {
+    fingerprint: formatFingerprint(whole.digest()),
+    vectors: vectorsFingerprint(createHash('sha256').update(graph!).digest(), tokenizer!, JSON.parse(settings!.toString('utf8'))),
+  };
 }
