@@ -26,6 +26,8 @@
 #       test models:              python3 -m model.export.tiny_models --vocab ... --out models/test-tiny [--bert]
 #       int8 tables check:        python3 -m model.export.int8_rows --check FOLDER
 #       stores (sqlite-vec):      python3 -m model.evaluate store --model models/legal-2-embedder (model.evaluate.store)
+#   8   cross-encoder pilot:      python3 -m model.train.reranker_pilot mine|train|dev --out model/work/rerank
+#                                 (issue 67: hybrid hard negatives, ~20 min tuning, the dev set's top 30 reranked)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

