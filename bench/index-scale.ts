@@ -21,7 +21,7 @@ import { readMeta, searchIndex } from '../src/cli/search.ts';
 import { indexModelOf, cosineInt8 } from '../src/search-index/model.ts';
 import { ensureSchema } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
-import { insertFile, settleWrites, type NewPassage } from '../src/search-index/store.ts';
+import { insertFile, settleWrites, vacuumCounts, type NewPassage } from '../src/search-index/store.ts';
 import { searchPassages } from '../src/search-index/search.ts';
 import type { Sql } from '../src/search-index/sql.ts';
 
@@ -74,6 +74,7 @@ async function fill(sql: Sql, from: number, to: number, onBatch?: (seconds: numb
     const passages = Array.from({ length: Math.min(1000, to - at) }, (_, j) => syntheticPassage(at + j));
     const started = performance.now();
     await sql.transaction((tx) => insertFile(tx, { root: 'bench', path: `part-${at}`, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, passages, settings.vocabularySize));
+    await vacuumCounts(sql); // as lexembed index does after every 2,000 passages
     onBatch?.((performance.now() - started) / 1000, at + passages.length);
   }
   await settleWrites(sql);

@@ -12,7 +12,7 @@ import { DocumentReader, listDocuments } from '../node/documents.ts';
 import { contextOf } from './context.ts';
 import { IndexError } from './schema.ts';
 import type { IndexModel } from './model.ts';
-import { insertFile, listFiles, removeFile, renameFile, type IndexedFile, type NewPassage } from './store.ts';
+import { insertFile, listFiles, removeFile, renameFile, type IndexedFile, type NewPassage, VACUUM_COUNTS_EVERY, vacuumCounts } from './store.ts';
 import type { Sql } from './sql.ts';
 
 /** What a run did, file by file counted. */
@@ -92,6 +92,7 @@ export async function updateIndex(sql: Sql, model: IndexModel, chunkTokens: numb
   }
 
   const reader = new DocumentReader(toEmbed.map(({ file }) => ({ id: file.path, path: file.abs })));
+  const since = { files: 0, passages: 0 };
   for (const [i, { file, replaces }] of toEmbed.entries()) {
     const doc = await reader.extract({ id: file.path, path: file.abs });
     if (doc instanceof Error) {
@@ -119,6 +120,12 @@ export async function updateIndex(sql: Sql, model: IndexModel, chunkTokens: numb
     });
     (replaces ? report.changed : report.added).push(file.path);
     report.passagesAdded += passages.length;
+    since.files++;
+    since.passages += passages.length;
+    if (since.files >= VACUUM_COUNTS_EVERY.files || since.passages >= VACUUM_COUNTS_EVERY.passages) {
+      await vacuumCounts(sql);
+      since.files = since.passages = 0;
+    }
     onEvent({ kind: 'file', file: file.path, passages: passages.length, done: i + 1, total: toEmbed.length });
   }
   return report;
