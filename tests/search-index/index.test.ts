@@ -218,12 +218,31 @@ describe('bad input: an IndexError that says what to do', () => {
     }
   }, 120_000);
 
+  /** A new index of three contracts written into `folder`. */
+  async function indexOfContracts(location: string, folder: string): Promise<SearchIndex> {
+    await writeContracts(folder, 3);
+    const made = await openIndex(location, { embedder });
+    await made.update([folder]);
+    return made;
+  }
+
+  /** The raw index after an update brought it to this format: its version, a sparse row per passage. */
+  async function openUpgraded(location: string): Promise<Sql> {
+    const after = await openLocation(location, { create: false });
+    try {
+      expect(await after.query('select schema_version from lexembed_index')).toEqual([{ schema_version: SCHEMA_VERSION }]);
+      expect(await after.query(`select (select count(*) from lexembed_sparse) = (select count(*) from lexembed_passages) as same, (select count(*) from lexembed_sparse) > 0 as some`)).toEqual([{ same: true, some: true }]);
+      return after;
+    } catch (error) {
+      await after.close();
+      throw error;
+    }
+  }
+
   it('an index of format 1 (no document contexts) is searched as it is, and the next update adds them without embedding again', async () => {
     const old = join(dir, 'format-1.index');
     const folder = join(dir, 'format-1');
-    await writeContracts(folder, 3);
-    const made = await openIndex(old, { embedder });
-    await made.update([folder]);
+    const made = await indexOfContracts(old, folder);
     await made.close();
     const raw = await openLocation(old, { create: false });
     await toFormat2(raw);
@@ -237,10 +256,8 @@ describe('bad input: an IndexError that says what to do', () => {
     } finally {
       await reopened.close();
     }
-    const after = await openLocation(old, { create: false });
+    const after = await openUpgraded(old);
     try {
-      expect(await after.query('select schema_version from lexembed_index')).toEqual([{ schema_version: SCHEMA_VERSION }]);
-      expect(await after.query(`select (select count(*) from lexembed_sparse) = (select count(*) from lexembed_passages) as same, (select count(*) from lexembed_sparse) > 0 as some`)).toEqual([{ same: true, some: true }]);
       const contexts = await after.query<{ path: string; context: string; terms: number }>('select path, context, cardinality(lexembed_sparse_terms(context_sparse)) as terms from lexembed_files order by path');
       expect(contexts.map((c) => [c.path, c.context, c.terms > 3])).toEqual([0, 1, 2].map((i) => [expect.stringMatching(new RegExp(`^contract-0${i}\\.`)), `AGREEMENT ${i + 1} between Party ${i}A Ltd and Party ${i}B Inc.`, true]));
     } finally {
@@ -251,9 +268,7 @@ describe('bad input: an IndexError that says what to do', () => {
   it('an index of format 2 (sparse vectors in the passages\' rows) gives the same hits, and the next update moves them to their own table without embedding again', async () => {
     const old = join(dir, 'format-2.index');
     const folder = join(dir, 'format-2');
-    await writeContracts(folder, 3);
-    const made = await openIndex(old, { embedder });
-    await made.update([folder]);
+    const made = await indexOfContracts(old, folder);
     const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
     const before = (await made.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)]);
     await made.close();
@@ -268,10 +283,8 @@ describe('bad input: an IndexError that says what to do', () => {
     } finally {
       await reopened.close();
     }
-    const after = await openLocation(old, { create: false });
+    const after = await openUpgraded(old);
     try {
-      expect(await after.query('select schema_version from lexembed_index')).toEqual([{ schema_version: SCHEMA_VERSION }]);
-      expect(await after.query(`select (select count(*) from lexembed_sparse) = (select count(*) from lexembed_passages) as same, (select count(*) from lexembed_sparse) > 0 as some`)).toEqual([{ same: true, some: true }]);
       expect(await after.query(`select count(*)::int as n from information_schema.columns where table_name = 'lexembed_passages' and column_name = 'sparse'`)).toEqual([{ n: 0 }]);
     } finally {
       await after.close();
