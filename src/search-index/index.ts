@@ -10,7 +10,7 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
-import { checkSameVectors, ensureSchema, IndexError, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
+import { addContextTermsIndex, checkSameVectors, ensureSchema, hasContextTermsIndex, IndexError, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
@@ -65,11 +65,14 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
       const vectors = model.settings.model.vectors;
       if (!settings.model.vectors && settings.model.fingerprint && vectors && (await recordVectors(sql, vectors))) settings = { ...settings, model: { ...settings.model, vectors } };
     } else if (options.create === false) throw new IndexError(`no index at ${sql.where}: make one with lexembed index <folder of documents> --index ${location}`);
-    const current = () => (settings ? { settings, layout: { contexts: version >= 2, sparseTable: sparseTableOf(version) } } : null);
+    let contextTerms = settings ? await hasContextTermsIndex(sql) : true;
+    const current = () => (settings ? { settings, layout: { contexts: version >= 2, sparseTable: sparseTableOf(version), contextTerms } } : null);
     return handle(sql, model, current, async () => {
       if (settings) {
         if (version < SCHEMA_VERSION) await upgradeIndex(sql, version, async (texts) => (await model.sparseOf(texts, 'relative')).map((v) => sparsevecLiteral(v, settings!.vocabularySize)), settings.vocabularySize);
         version = SCHEMA_VERSION;
+        if (!contextTerms) await addContextTermsIndex(sql);
+        contextTerms = true;
         return settings;
       }
       const made = { ...model.settings, chunkTokens: options.chunkTokens ?? DEFAULT_CHUNK_TOKENS };

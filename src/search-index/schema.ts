@@ -4,7 +4,8 @@
 //                      the dense width, the sparse vocabulary size, the chunk size
 //   lexembed_files     one row per indexed file: root + path, content hash, its terms' counts, its
 //                      context (the opening lines that name it: title, parties) with their sparse
-//                      vector, so a question that names a document can be scoped to it
+//                      vector and a GIN index of its terms, so a question that names a document can
+//                      be scoped to it
 //   lexembed_passages  one row per chunk: text, offsets, page/paragraph/line, the dense vector as
 //                      bits (for the HNSW candidate search) and int8 (for rescoring)
 //   lexembed_sparse    one row per chunk: its sparse vector (and file), with a GIN index of its
@@ -75,6 +76,9 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
     await tx.query('create extension if not exists vector');
     await tx.query(`create table lexembed_index (schema_version int not null, lexembed_version text not null, settings jsonb not null, created_at timestamptz not null default now())`);
     await tx.query('insert into lexembed_index (schema_version, lexembed_version, settings) values ($1, $2, $3)', [SCHEMA_VERSION, lexembedVersion, JSON.stringify(settings)]);
+    await tx.query(`create function lexembed_sparse_terms(v sparsevec) returns int[] language sql immutable parallel safe as $$
+      select coalesce(array_agg(split_part(e, ':', 1)::int - 1), '{}')
+      from unnest(string_to_array(btrim(split_part(v::text, '/', 1), '{}'), ',')) as e $$`);
     await tx.query(`create table lexembed_files (
       id serial primary key, root text not null, path text not null, sha256 text not null, bytes bigint not null,
       unit text, passages int not null, terms int[] not null, term_counts int[] not null,
@@ -84,9 +88,7 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
       chunk int not null, start_offset int not null, end_offset int not null, unit_first int, unit_last int,
       body text not null, bits bit(${settings.dimensions}) not null, dense bytea not null, unique (file_id, chunk))`);
     await tx.query('create index lexembed_passages_bits on lexembed_passages using hnsw (bits bit_hamming_ops)');
-    await tx.query(`create function lexembed_sparse_terms(v sparsevec) returns int[] language sql immutable parallel safe as $$
-      select coalesce(array_agg(split_part(e, ':', 1)::int - 1), '{}')
-      from unnest(string_to_array(btrim(split_part(v::text, '/', 1), '{}'), ',')) as e $$`);
+    await addContextTermsIndex(tx);
     await createSparseTable(tx, settings.vocabularySize);
     await tx.query('create table lexembed_terms (term int primary key, df int not null)');
     await tx.query('insert into lexembed_terms values ($1, 0)', [PASSAGES_ROW]);
@@ -121,6 +123,24 @@ async function createSparseTable(tx: SqlQuery, vocabularySize: number): Promise<
   await tx.query(`create table lexembed_sparse (
     id bigint primary key references lexembed_passages(id) on delete cascade, file_id int not null, sparse sparsevec(${vocabularySize}) not null)`);
   await tx.query('create index lexembed_sparse_gin on lexembed_sparse using gin (lexembed_sparse_terms(sparse))');
+}
+
+/** The GIN index of the files' contexts' terms (search.ts finds a question's named files by it). */
+const CONTEXT_TERMS_INDEX = 'lexembed_files_context_gin';
+
+/**
+ * Adds the contexts' terms index where it is missing (an index written before lexembed made
+ * it: no new format, since an older lexembed reads and writes an index that has it as before).
+ * Contexts are one row per file, so it is built in moments.
+ */
+export async function addContextTermsIndex(sql: SqlQuery): Promise<void> {
+  await sql.query(`create index if not exists ${CONTEXT_TERMS_INDEX} on lexembed_files using gin (lexembed_sparse_terms(context_sparse))`);
+}
+
+/** Whether the index has the contexts' terms index (a reader without it scores every context). */
+export async function hasContextTermsIndex(sql: SqlQuery): Promise<boolean> {
+  const [row] = await sql.query<{ present: boolean }>(`select to_regclass('${CONTEXT_TERMS_INDEX}') is not null as present`);
+  return row?.present === true;
 }
 
 /** Where an index of `version` keeps its passages' sparse vectors. */

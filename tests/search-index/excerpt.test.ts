@@ -3,7 +3,7 @@
 // Qdrant's DBSF as model/evaluate/dev.py measured it.
 import { describe, expect, it } from 'vitest';
 import { excerptOf, stemOf } from '../../src/search-index/excerpt.ts';
-import { fuseByDistribution, globToRegex } from '../../src/search-index/search.ts';
+import { fuseByDistribution, globToRegex, selectiveTerms } from '../../src/search-index/search.ts';
 
 // A passage shaped like the one a new user met: the answer starts past character 600.
 const PASSAGE = [
@@ -70,5 +70,22 @@ describe('fuseByDistribution', () => {
       d: expect.closeTo(sparsePart(10), 12),
     });
     expect(fused.map((f) => f.id)).toEqual(['c', 'a', 'b', 'd']);
+  });
+});
+
+describe('selectiveTerms', () => {
+  const query = { indices: [1, 2, 3, 4, 5, 6], values: [1, 1, 1, 1, 1, 1] };
+  const counts = (passages: number, df: Record<number, number>) => ({ passages, df: new Map(Object.entries(df).map(([t, n]) => [Number(t), n])) });
+
+  it('keeps the terms the index holds, rarest first, up to 1/20 of the passages; the finders within 8,000 passages of candidates', () => {
+    // 200,000 passages: the cap is 10,000; 6 is held by none.
+    const { selective, finders } = selectiveTerms(query, counts(200_000, { 1: 9_000, 2: 40, 3: 8_000, 4: 10_001, 5: 7_000 }));
+    expect(selective).toEqual([2, 5, 3, 1]);
+    expect(finders).toEqual([2, 5]);
+  });
+
+  it('the rarest term always, however common; none where the index holds none of them', () => {
+    expect(selectiveTerms(query, counts(1_000, { 3: 900, 4: 950 }))).toEqual({ selective: [3], finders: [3] });
+    expect(selectiveTerms(query, counts(1_000, {}))).toEqual({ selective: [], finders: [] });
   });
 });

@@ -12,6 +12,7 @@ import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/
 import { openLocation } from '../../src/search-index/location.ts';
 import type { Sql } from '../../src/search-index/sql.ts';
 import { SCHEMA_VERSION } from '../../src/search-index/schema.ts';
+import { signDot } from '../../src/search-index/search.ts';
 import { makePdf } from '../support/documents.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
 
@@ -291,6 +292,37 @@ describe('bad input: an IndexError that says what to do', () => {
     }
   }, 120_000);
 
+  it('an index without the contexts\' terms index (written before it) names the same document, and the next update adds it', async () => {
+    const old = join(dir, 'context-terms.index');
+    const folder = join(dir, 'context-terms');
+    const made = await indexOfContracts(old, folder);
+    const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
+    const before = (await made.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)]);
+    expect(before[0]![0]).toBe('contract-01.md');
+    await made.close();
+    const present = async () => {
+      const raw = await openLocation(old, { create: false });
+      try {
+        return (await raw.query<{ n: number }>(`select count(*)::int as n from pg_indexes where indexname = 'lexembed_files_context_gin'`))[0]!.n;
+      } finally {
+        await raw.close();
+      }
+    };
+    expect(await present()).toBe(1);
+    const raw = await openLocation(old, { create: false });
+    await raw.query('drop index lexembed_files_context_gin');
+    await raw.close();
+    const reopened = await openIndex(old, { embedder });
+    try {
+      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
+      expect(await reopened.update([folder])).toMatchObject({ added: [], changed: [], unchanged: 3, passagesAdded: 0 });
+      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
+    } finally {
+      await reopened.close();
+    }
+    expect(await present()).toBe(1);
+  }, 120_000);
+
   it('a damaged index (its control file overwritten): refused with what to do, not a crash or a hang', async () => {
     const damaged = join(dir, 'damaged.index');
     const made = await openIndex(damaged, { embedder });
@@ -313,3 +345,20 @@ async function toFormat2(raw: Sql): Promise<void> {
     await tx.query('update lexembed_index set schema_version = 2');
   });
 }
+
+describe('the dense shortlist\'s sign score', () => {
+  it('reads the sign bits as PostgreSQL sends them (varbit_send, base64): the query\'s values summed with their signs', async () => {
+    const sql = await openLocation(join(dir, 'sign-bits.index'), { create: true });
+    try {
+      for (const width of [13, 1792]) {
+        const q = Float32Array.from({ length: width }, (_, i) => Math.sin(i + 1));
+        const bits = Array.from({ length: width }, (_, i) => (Math.cos(3 * i) > 0 ? '1' : '0')).join('');
+        const [row] = await sql.query<{ b: string }>(`select encode(varbit_send($1::bit(${width})), 'base64') as b`, [bits]);
+        const expected = [...bits].reduce((sum, bit, i) => sum + (bit === '1' ? q[i]! : -q[i]!), 0);
+        expect(signDot(q, row!.b)).toBeCloseTo(expected, 5);
+      }
+    } finally {
+      await sql.close();
+    }
+  });
+});
