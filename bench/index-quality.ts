@@ -17,6 +17,7 @@ import { ensureSchema } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites } from '../src/search-index/store.ts';
 import type { SparseVector } from '../src/embedder/sparse.ts';
+import { ndcg10 } from './ndcg.ts';
 
 const { values } = parseArgs({
   options: {
@@ -30,13 +31,6 @@ const { values } = parseArgs({
 
 const readJsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; text: string });
 
-function ndcg10(ranked: readonly string[], relevant: ReadonlySet<string>): number {
-  let dcg = 0;
-  ranked.slice(0, 10).forEach((id, i) => (dcg += relevant.has(id) ? 1 / Math.log2(i + 2) : 0));
-  let ideal = 0;
-  for (let i = 0; i < Math.min(relevant.size, 10); i++) ideal += 1 / Math.log2(i + 2);
-  return dcg / ideal;
-}
 
 const embedder = await loadModelFolder(resolve(values.model!), { batch: { tokens: 'auto', size: 'auto' } });
 const model = indexModelOf(embedder);

@@ -24,6 +24,7 @@ import { ensureSchema } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites, vacuumCounts } from '../src/search-index/store.ts';
 import type { SparseVector } from '../src/embedder/sparse.ts';
+import { ndcg10 } from './ndcg.ts';
 
 const { values } = parseArgs({
   options: {
@@ -147,13 +148,6 @@ function topOf(scores: Float32Array, k: number): Ranked[] {
 /** The exact hybrid: DBSF of the two exact top-100 lists, as search.ts fuses the index's. */
 const exactHybrid = (a: readonly Ranked[], b: readonly Ranked[]): number[] =>
   fuseByDistribution([a, b].map((list) => list.map((r) => ({ id: String(r.d), score: r.score })))).map((s) => Number(s.id));
-function ndcg10(ranked: readonly string[], relevant: ReadonlySet<string>): number {
-  let dcg = 0;
-  ranked.slice(0, 10).forEach((id, i) => (dcg += relevant.has(id) ? 1 / Math.log2(i + 2) : 0));
-  let ideal = 0;
-  for (let i = 0; i < Math.min(relevant.size, 10); i++) ideal += 1 / Math.log2(i + 2);
-  return dcg / ideal;
-}
 const overlap = (a: readonly number[], b: readonly number[], k: number) => {
   const want = new Set(b.slice(0, k));
   return want.size ? a.slice(0, k).filter((d) => want.has(d)).length / want.size : 1;

@@ -227,6 +227,21 @@ describe('bad input: an IndexError that says what to do', () => {
     return made;
   }
 
+  /** A question's top 5 as (file, chunk, score) rows. */
+  const topFive = async (index: SearchIndex, question: string) => (await index.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)]);
+
+  /** The index at `location`, reopened: the same top 5 before an update of `folder` (which embeds nothing) and after it. */
+  async function searchesAsBeforeThroughAnUpdate(location: string, folder: string, question: string, before: unknown[]): Promise<void> {
+    const reopened = await openIndex(location, { embedder });
+    try {
+      expect(await topFive(reopened, question)).toEqual(before);
+      expect(await reopened.update([folder])).toMatchObject({ added: [], changed: [], unchanged: 3, passagesAdded: 0 });
+      expect(await topFive(reopened, question)).toEqual(before);
+    } finally {
+      await reopened.close();
+    }
+  }
+
   /** The raw index after an update brought it to this format: its version, a sparse row per passage. */
   async function openUpgraded(location: string): Promise<Sql> {
     const after = await openLocation(location, { create: false });
@@ -271,19 +286,12 @@ describe('bad input: an IndexError that says what to do', () => {
     const folder = join(dir, 'format-2');
     const made = await indexOfContracts(old, folder);
     const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
-    const before = (await made.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)]);
+    const before = await topFive(made, question);
     await made.close();
     const raw = await openLocation(old, { create: false });
     await toFormat2(raw);
     await raw.close();
-    const reopened = await openIndex(old, { embedder });
-    try {
-      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
-      expect(await reopened.update([folder])).toMatchObject({ added: [], changed: [], unchanged: 3, passagesAdded: 0 });
-      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
-    } finally {
-      await reopened.close();
-    }
+    await searchesAsBeforeThroughAnUpdate(old, folder, question, before);
     const after = await openUpgraded(old);
     try {
       expect(await after.query(`select count(*)::int as n from information_schema.columns where table_name = 'lexembed_passages' and column_name = 'sparse'`)).toEqual([{ n: 0 }]);
@@ -297,7 +305,7 @@ describe('bad input: an IndexError that says what to do', () => {
     const folder = join(dir, 'context-terms');
     const made = await indexOfContracts(old, folder);
     const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
-    const before = (await made.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)]);
+    const before = await topFive(made, question);
     expect(before[0]![0]).toBe('contract-01.md');
     await made.close();
     const present = async () => {
@@ -312,14 +320,7 @@ describe('bad input: an IndexError that says what to do', () => {
     const raw = await openLocation(old, { create: false });
     await raw.query('drop index lexembed_files_context_gin');
     await raw.close();
-    const reopened = await openIndex(old, { embedder });
-    try {
-      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
-      expect(await reopened.update([folder])).toMatchObject({ added: [], changed: [], unchanged: 3, passagesAdded: 0 });
-      expect((await reopened.search(question, { top: 5 })).map((h) => [h.file, h.chunk, h.score.toFixed(6)])).toEqual(before);
-    } finally {
-      await reopened.close();
-    }
+    await searchesAsBeforeThroughAnUpdate(old, folder, question, before);
     expect(await present()).toBe(1);
   }, 120_000);
 
