@@ -31,7 +31,6 @@ const { values } = parseArgs({
 
 const readJsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; text: string });
 
-
 const embedder = await loadModelFolder(resolve(values.model!), { batch: { tokens: 'auto', size: 'auto' } });
 const model = indexModelOf(embedder);
 const rows: Record<string, number>[] = [];

@@ -167,11 +167,12 @@ for (const mode of ['hybrid', 'dense'] as const) console.log(`${mode} query at $
 
 // Recall of the HNSW candidates + rescoring against an exact scan of every int8 vector: one pass
 // over the table for all the sample's queries (keyset pages: an offset would re-read the table).
-const sample = await Promise.all(queries.slice(0, 10).map(async (q) => {
+const sample: { dense: Float32Array; approx: string[]; best: { id: string; s: number }[] }[] = [];
+for (const q of queries.slice(0, 10)) {
   const embedded = await model.embedQuery(q);
   const approx = (await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode: 'dense' })).map((h) => h.passageId);
-  return { dense: embedded.dense, approx, best: [] as { id: string; s: number }[] };
-}));
+  sample.push({ dense: embedded.dense, approx, best: [] });
+}
 for (let after = '0'; ; ) {
   const rows = await sql.query<{ id: string; d: string }>(`select id::text as id, encode(dense, 'base64') as d from lexembed_passages where id > $1 order by id limit 20000`, [after]);
   if (!rows.length) break;

@@ -75,6 +75,8 @@ const BINARY_SHORTLIST_FACTOR = 10;
  * 0.962) are rescored with their int8 vectors, per passage listed.
  */
 const RESCORED_FACTOR = 3;
+/** A named document's passages read per passage listed: its nearest by sign bits, each rescored (the graph's shortlist before it grew). */
+const NAMED_FILE_SHORTLIST_FACTOR = 4;
 /**
  * Up to this many passages the binary shortlist is exact (a scan of every passage's sign bits);
  * above it, pgvector's HNSW graph gives it. On the dev set the graph's shortlist cost 0.003–0.012
@@ -258,8 +260,7 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
     const vectors = await tx.query<{ id: string; d: string }>(`select id::text as id, encode(dense, 'base64') as d from lexembed_passages where id = any($1::bigint[])`, [rescored.map((r) => r.id)]);
     for (const r of vectors) scored.set(r.id, cosineInt8(q, int8Of(r.d)));
   }
-  // A named document's passages: its nearest 400 by sign bits, each rescored (as before the graph's shortlist grew).
-  for (const file of scope.named) await scoreNamedFile(tx, q, file, await scope.rest?.(file.terms), length * 4, scored);
+  for (const file of scope.named) await scoreNamedFile(tx, q, file, await scope.rest?.(file.terms), length * NAMED_FILE_SHORTLIST_FACTOR, scored);
   return [...scored].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score).slice(0, length);
 }
 
@@ -327,6 +328,7 @@ export function selectiveTerms(query: SparseVector, { passages, df }: CorpusCoun
   for (const w of held.sort((a, b) => a.df - b.df)) {
     if (selective.length && w.df > cap) break;
     selective.push(w.term);
+    // The finders are a prefix of the selective terms: the first that would pass the budget ends them.
     if (finders.length === selective.length - 1 && (!finders.length || reached + w.df <= SPARSE_CANDIDATE_BUDGET)) {
       finders.push(w.term);
       reached += w.df;
