@@ -3,7 +3,8 @@
 // PostgreSQL server with pgvector (`postgres://…`, the `pg` driver: a team's server, Citus). Both
 // run the same SQL (schema.ts, store.ts), so the embedded index and the server one answer alike.
 
-import { statfsSync } from 'node:fs';
+import { existsSync, readdirSync, statfsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** A connection to the index's database: plain queries and one transaction at a time. */
 export interface Sql {
@@ -29,17 +30,41 @@ export type SqlQuery = Pick<Sql, 'query'>;
 /** True for a location that names a PostgreSQL server rather than a folder. */
 export const isPostgresUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(location);
 
-/** The write-ahead log an embedded index keeps (PostgreSQL's max_wal_size; min_wal_size half of it). */
-const PGLITE_WAL_MB = 64;
+/**
+ * The most write-ahead log an embedded index keeps between checkpoints (PostgreSQL's max_wal_size),
+ * and so at rest after a run of writes: 64 MB kept 39 MB of log beside 22 MB of data for 1,000
+ * passages; 16 MB wrote 10,000 passages as fast (28.5 and 30.5 s against 28.8 and 31.9, same run).
+ */
+const PGLITE_WAL_MB = 16;
+
+/**
+ * The write-ahead log's segment size a new embedded index is made with, in MB (initdb's
+ * --wal-segsize; PostgreSQL's default is 16). An idle database keeps at least two segments, so 16 MB
+ * ones made half of a new small index's folder (a folder of 25 contracts: 66 MB, 33 of them log).
+ */
+const PGLITE_NEW_WAL_SEGMENT_MB = 1;
+
+/** The databases initdb makes that an index never uses (CREATE DATABASE's templates): 7 MB each. */
+const UNUSED_TEMPLATES = ['template0', 'template1'];
 
 /** An embedded PostgreSQL (PGlite + pgvector) in `folder`, created if it does not exist. */
 export async function openPglite(folder: string, where = folder): Promise<Sql> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { vector } = await import('@electric-sql/pglite-pgvector');
+  const fresh = !existsSync(join(folder, 'PG_VERSION'));
   // PGlite runs no checkpointer or autovacuum of its own: without a cap its write-ahead log kept
-  // 1.1 GB of a 1.6 GB index of 100,000 passages after a checkpoint (bench:index-scale).
-  const startParams = [...PGlite.defaultStartParams, '-c', `max_wal_size=${PGLITE_WAL_MB}MB`, '-c', `min_wal_size=${PGLITE_WAL_MB / 2}MB`];
-  const db = await PGlite.create({ dataDir: folder, extensions: { vector }, startParams });
+  // 1.1 GB of a 1.6 GB index of 100,000 passages after a checkpoint (bench:index-scale). An idle
+  // one keeps at least min_wal_size. PostgreSQL wants both at least two segments: an index made
+  // before the segments were 1 MB has 16 MB ones (and keeps its 64 MB and 32 MB of then).
+  const segmentMb = fresh ? PGLITE_NEW_WAL_SEGMENT_MB : walSegmentMbOf(folder);
+  const startParams = [...PGlite.defaultStartParams, '-c', `max_wal_size=${Math.max(PGLITE_WAL_MB, 4 * segmentMb)}MB`, '-c', `min_wal_size=${Math.max(4, 2 * segmentMb)}MB`];
+  const db = await PGlite.create({ dataDir: folder, extensions: { vector }, startParams, initDbStartParams: [`--wal-segsize=${PGLITE_NEW_WAL_SEGMENT_MB}`] });
+  if (fresh) {
+    for (const name of UNUSED_TEMPLATES) {
+      await db.query(`update pg_database set datistemplate = false where datname = $1`, [name]);
+      await db.query(`drop database if exists ${name}`);
+    }
+  }
   return {
     engine: 'pglite',
     where,
@@ -52,6 +77,13 @@ export async function openPglite(folder: string, where = folder): Promise<Sql> {
     },
     close: () => db.close(),
   };
+}
+
+/** The write-ahead log's segment size of an existing embedded index, in MB (its segment files' size). */
+function walSegmentMbOf(folder: string): number {
+  const wal = join(folder, 'pg_wal');
+  const segment = existsSync(wal) ? readdirSync(wal).find((name) => /^[0-9A-F]{24}$/.test(name)) : undefined;
+  return segment ? Math.max(1, Math.round(statSync(join(wal, segment)).size / 2 ** 20)) : 16;
 }
 
 /**

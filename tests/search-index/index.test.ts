@@ -2,14 +2,15 @@
 // pgvector in a folder): documents in, the right clause out with its page; a second run touches
 // exactly what changed; the dense-only ranking equals exact float cosine; and every bad input is
 // an IndexError that says what to do, with nothing in the index lost.
-import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
 import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/index.ts';
-import { openLocation } from '../../src/search-index/location.ts';
+import { MARKER_FILE, openLocation } from '../../src/search-index/location.ts';
 import type { Sql } from '../../src/search-index/sql.ts';
 import { SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { signDot } from '../../src/search-index/search.ts';
@@ -322,6 +323,34 @@ describe('bad input: an IndexError that says what to do', () => {
     await raw.close();
     await searchesAsBeforeThroughAnUpdate(old, folder, question, before);
     expect(await present()).toBe(1);
+  }, 120_000);
+
+  it('a new index folder keeps 1 MB log segments and no template databases; one made with PostgreSQL\'s 16 MB segments still opens, searches and updates', async () => {
+    const old = join(dir, 'wal-16.index');
+    const folder = join(dir, 'wal-16');
+    // The folder as lexembed made it before: initdb's defaults (16 MB segments, template0 and template1).
+    mkdirSync(old);
+    writeFileSync(join(old, MARKER_FILE), JSON.stringify({ format: 'lexembed-index', engine: 'pglite', database: 'pgdata' }));
+    await (await PGlite.create({ dataDir: join(old, 'pgdata') })).close();
+    const made = await indexOfContracts(old, folder);
+    const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
+    const before = await topFive(made, question);
+    expect(before[0]![0]).toBe('contract-01.md');
+    await made.close();
+    await searchesAsBeforeThroughAnUpdate(old, folder, question, before);
+    const layout = async (location: string) => {
+      const raw = await openLocation(location, { create: false });
+      try {
+        const [segment] = await raw.query<{ wal_segment_size: string }>('show wal_segment_size');
+        const databases = await raw.query<{ datname: string }>('select datname from pg_database order by datname');
+        return { segment: segment!.wal_segment_size, databases: databases.map((d) => d.datname) };
+      } finally {
+        await raw.close();
+      }
+    };
+    expect(await layout(old)).toEqual({ segment: '16MB', databases: ['postgres', 'template0', 'template1'] });
+    await (await indexOfContracts(join(dir, 'wal-1.index'), join(dir, 'wal-1'))).close();
+    expect(await layout(join(dir, 'wal-1.index'))).toEqual({ segment: '1MB', databases: ['postgres'] });
   }, 120_000);
 
   it('a damaged index (its control file overwritten): refused with what to do, not a crash or a hang', async () => {
