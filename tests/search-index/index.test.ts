@@ -2,7 +2,7 @@
 // pgvector in a folder): documents in, the right clause out with its page; a second run touches
 // exactly what changed; the dense-only ranking equals exact float cosine; and every bad input is
 // an IndexError that says what to do, with nothing in the index lost.
-import { mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -12,7 +12,9 @@ import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/nod
 import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/index.ts';
 import { MARKER_FILE, openLocation } from '../../src/search-index/location.ts';
 import type { Sql } from '../../src/search-index/sql.ts';
-import { SCHEMA_VERSION } from '../../src/search-index/schema.ts';
+import { indexModelOf } from '../../src/search-index/model.ts';
+import { insertFile, vacuumCounts } from '../../src/search-index/store.ts';
+import { ensureSchema, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { signDot } from '../../src/search-index/search.ts';
 import { makePdf } from '../support/documents.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
@@ -351,6 +353,27 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(await layout(old)).toEqual({ segment: '16MB', databases: ['postgres', 'template0', 'template1'] });
     await (await indexOfContracts(join(dir, 'wal-1.index'), join(dir, 'wal-1'))).close();
     expect(await layout(join(dir, 'wal-1.index'))).toEqual({ segment: '1MB', databases: ['postgres'] });
+  }, 120_000);
+
+  it('cuts the write-ahead log during a long run: PGlite starts no checkpoint of its own when the log passes its cap', async () => {
+    const location = join(dir, 'long-run.index');
+    const sql = await openLocation(location, { create: true });
+    try {
+      const model = indexModelOf(embedder);
+      await ensureSchema(sql, { ...model.settings, chunkTokens: 256 }, 'test');
+      const texts = TOPICS.map((_, i) => contractText(i + 1, true));
+      const { dense, sparse } = await model.embedPassages(texts);
+      const log = () => readdirSync(join(location, 'pgdata', 'pg_wal')).filter((f) => /^[0-9A-F]{24}$/.test(f)).length;
+      for (let file = 0; file < 40 && log() <= 24; file++) {
+        const passages = Array.from({ length: 400 }, (_, i) => ({ chunk: i, start: 0, end: 1, unitFirst: null, unitLast: null, body: texts[i % texts.length]!, dense: dense[i % texts.length]!, sparse: sparse[i % texts.length]! }));
+        await sql.transaction((tx) => insertFile(tx, { root: 'r', path: `f${file}`, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, passages, model.settings.vocabularySize));
+      }
+      expect(log()).toBeGreaterThan(24); // 1 MB segments: more than the 16 MB cap, kept
+      await vacuumCounts(sql);
+      expect(log()).toBeLessThanOrEqual(17);
+    } finally {
+      await sql.close();
+    }
   }, 120_000);
 
   it('a damaged index (its control file overwritten): refused with what to do, not a crash or a hang', async () => {
