@@ -101,8 +101,8 @@ async function addCounts(tx: SqlQuery, terms: readonly number[], counts: readonl
  * slow to search: every query reads the whole pending list until then), and vacuums what the run
  * left dead: every file rewrites the counts of the terms it holds (PGlite runs no autovacuum, and
  * lexembed_terms grew to 87 MB at 100,000 passages), and a changed or removed file its passages;
- * then cuts an embedded index's write-ahead log (cutLog). Outside a transaction (VACUUM cannot run
- * in one).
+ * and checkpoints an embedded index that wrote much log since its last (cutLog). Outside a
+ * transaction (VACUUM cannot run in one).
  */
 export async function settleWrites(sql: Writer, options: { removed?: boolean } = {}): Promise<void> {
   await sql.query(`select gin_clean_pending_list('lexembed_sparse_gin'::regclass)`);
@@ -114,7 +114,7 @@ export async function settleWrites(sql: Writer, options: { removed?: boolean } =
  * Vacuums the term counts during a long run (outside a transaction): each file rewrites the rows
  * of every term it holds, and a vacuum only lets later writes reuse the space, so without one
  * every VACUUM_COUNTS_EVERY files the table grows with the run (to 87 MB over 100,000 passages).
- * And cuts an embedded index's write-ahead log (cutLog).
+ * And checkpoints an embedded index that wrote much log since its last (cutLog).
  */
 export async function vacuumCounts(sql: Writer): Promise<void> {
   await sql.query('vacuum lexembed_terms');
@@ -125,14 +125,22 @@ export async function vacuumCounts(sql: Writer): Promise<void> {
 export type Writer = Pick<Sql, 'query' | 'engine'>;
 
 /**
- * A checkpoint, in an embedded index: PGlite is PostgreSQL in single-user mode, which starts no
- * checkpoint when its write-ahead log passes max_wal_size (only a server's checkpointer does), so
- * a long run kept all of it: 3.3 GB of log beside 0.75 GB of data while 113,697 passages were
- * written (bench:index-recall), gone only when the index was closed. After a checkpoint the log
- * is cut back to max_wal_size. A PostgreSQL server checkpoints by itself.
+ * Write-ahead log an embedded index lets a run write before it checkpoints: PGlite is PostgreSQL
+ * in single-user mode, which starts no checkpoint when its log passes max_wal_size (only a
+ * server's checkpointer does), so a long run kept all of it: 3.3 GB of log beside 0.75 GB of data
+ * while 113,697 passages were written (bench:index-recall), gone only when the index was closed
+ * (its shutdown checkpoint). A checkpoint writes out every changed page (up to PGlite's 128 MB
+ * of buffers): after every batch of files it cost a run of 5,611 passages 123.6 s against 119.8 s
+ * without (the same run; noise of a few seconds here), and one per this much log (about 9,000
+ * passages) bounds a long run's disk use with a few of them.
  */
-async function cutLog(sql: Writer): Promise<void> {
-  if (sql.engine === 'pglite') await sql.query('checkpoint');
+const CHECKPOINT_AFTER_LOG_BYTES = 256 * 2 ** 20;
+
+/** A checkpoint in an embedded index once `after` bytes of log were written since the last; a PostgreSQL server checkpoints by itself. */
+export async function cutLog(sql: Writer, after = CHECKPOINT_AFTER_LOG_BYTES): Promise<void> {
+  if (sql.engine !== 'pglite') return;
+  const [row] = await sql.query<{ bytes: string }>(`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), (pg_control_checkpoint()).redo_lsn)::text as bytes`);
+  if (Number(row?.bytes) >= after) await sql.query('checkpoint');
 }
 
 /** Files (or, for long files, thousands of passages) written between two vacuumCounts. */

@@ -13,7 +13,7 @@ import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/
 import { MARKER_FILE, openLocation } from '../../src/search-index/location.ts';
 import type { Sql } from '../../src/search-index/sql.ts';
 import { indexModelOf } from '../../src/search-index/model.ts';
-import { insertFile, vacuumCounts } from '../../src/search-index/store.ts';
+import { cutLog, insertFile, vacuumCounts } from '../../src/search-index/store.ts';
 import { ensureSchema, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { signDot } from '../../src/search-index/search.ts';
 import { makePdf } from '../support/documents.ts';
@@ -355,7 +355,7 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(await layout(join(dir, 'wal-1.index'))).toEqual({ segment: '1MB', databases: ['postgres'] });
   }, 120_000);
 
-  it('cuts the write-ahead log during a long run: PGlite starts no checkpoint of its own when the log passes its cap', async () => {
+  it('cuts the write-ahead log during a long run once it passes a bound: PGlite starts no checkpoint of its own when the log passes its cap', async () => {
     const location = join(dir, 'long-run.index');
     const sql = await openLocation(location, { create: true });
     try {
@@ -369,7 +369,9 @@ describe('bad input: an IndexError that says what to do', () => {
         await sql.transaction((tx) => insertFile(tx, { root: 'r', path: `f${file}`, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, passages, model.settings.vocabularySize));
       }
       expect(log()).toBeGreaterThan(24); // 1 MB segments: more than the 16 MB cap, kept
-      await vacuumCounts(sql);
+      await vacuumCounts(sql); // under CHECKPOINT_AFTER_LOG_BYTES since the last checkpoint: none yet
+      expect(log()).toBeGreaterThan(24);
+      await cutLog(sql, 16 * 2 ** 20);
       expect(log()).toBeLessThanOrEqual(17);
     } finally {
       await sql.close();
