@@ -10,7 +10,7 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
-import { addContextTermsIndex, checkSameVectors, ensureSchema, hasContextTermsIndex, IndexError, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
+import { addContextTermsIndex, checkSameVectors, ensureSchema, hasContextTermsIndex, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
@@ -73,6 +73,7 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
         version = SCHEMA_VERSION;
         if (!contextTerms) await addContextTermsIndex(sql);
         contextTerms = true;
+        await keepSparseRowsInline(sql);
         return settings;
       }
       const made = { ...model.settings, chunkTokens: options.chunkTokens ?? DEFAULT_CHUNK_TOKENS };

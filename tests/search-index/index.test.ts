@@ -378,6 +378,47 @@ describe('bad input: an IndexError that says what to do', () => {
     }
   }, 120_000);
 
+  it('keeps a passage\'s long sparse vector in the table\'s own pages, and an index made before does so from its next update', async () => {
+    const location = join(dir, 'inline.index');
+    const folder = join(dir, 'inline');
+    await (await indexOfContracts(location, folder)).close();
+    const raw = await openLocation(location, { create: false });
+    const option = async () => (await raw.query<{ options: string[] | null }>(`select reloptions as options from pg_class where oid = 'lexembed_sparse'::regclass`))[0]!.options;
+    const toasted = async () => {
+      const [{ toast } = { toast: '' }] = await raw.query<{ toast: string }>(`select reltoastrelid::regclass::text as toast from pg_class where oid = 'lexembed_sparse'::regclass`);
+      return (await raw.query<{ n: number }>(`select count(distinct chunk_id)::int as n from ${toast}`))[0]!.n;
+    };
+    // A passage of 600 terms: a 4.8 KB sparse vector, over PostgreSQL's 2 KB default.
+    const insertLong = (path: string) =>
+      raw.transaction(async (tx) => {
+        const [{ size } = { size: 0 }] = await tx.query<{ size: number }>(`select (settings->>'vocabularySize')::int as size from lexembed_index`);
+        const [{ width } = { width: 0 }] = await tx.query<{ width: number }>(`select (settings->>'dimensions')::int as width from lexembed_index`);
+        const sparse = { indices: Array.from({ length: 600 }, (_, i) => i * 7), values: Array.from({ length: 600 }, () => 0.5) };
+        const passage = { chunk: 0, start: 0, end: 1, unitFirst: null, unitLast: null, body: 'x', dense: new Float32Array(width).fill(0.1), sparse };
+        await insertFile(tx, { root: 'r', path, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, [passage], size);
+      });
+    try {
+      expect(await option()).toEqual(['toast_tuple_target=8160']);
+      await insertLong('long-1');
+      expect(await toasted()).toBe(0);
+      // As an index made before: the default target; its next update sets it.
+      await raw.query('alter table lexembed_sparse reset (toast_tuple_target)');
+      await insertLong('long-2');
+      expect(await toasted()).toBe(1);
+    } finally {
+      await raw.close();
+    }
+    const reopened = await openIndex(location, { embedder });
+    await reopened.update([folder]);
+    await reopened.close();
+    const after = await openLocation(location, { create: false });
+    try {
+      expect((await after.query<{ options: string[] | null }>(`select reloptions as options from pg_class where oid = 'lexembed_sparse'::regclass`))[0]!.options).toEqual(['toast_tuple_target=8160']);
+    } finally {
+      await after.close();
+    }
+  }, 120_000);
+
   it('a damaged index (its control file overwritten): refused with what to do, not a crash or a hang', async () => {
     const damaged = join(dir, 'damaged.index');
     const made = await openIndex(damaged, { embedder });
