@@ -311,14 +311,7 @@ describe('bad input: an IndexError that says what to do', () => {
     const before = await topFive(made, question);
     expect(before[0]![0]).toBe('contract-01.md');
     await made.close();
-    const present = async () => {
-      const raw = await openLocation(old, { create: false });
-      try {
-        return (await raw.query<{ n: number }>(`select count(*)::int as n from pg_indexes where indexname = 'lexembed_files_context_gin'`))[0]!.n;
-      } finally {
-        await raw.close();
-      }
-    };
+    const present = () => onRaw(old, async (raw) => (await raw.query<{ n: number }>(`select count(*)::int as n from pg_indexes where indexname = 'lexembed_files_context_gin'`))[0]!.n);
     expect(await present()).toBe(1);
     const raw = await openLocation(old, { create: false });
     await raw.query('drop index lexembed_files_context_gin');
@@ -340,16 +333,12 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(before[0]![0]).toBe('contract-01.md');
     await made.close();
     await searchesAsBeforeThroughAnUpdate(old, folder, question, before);
-    const layout = async (location: string) => {
-      const raw = await openLocation(location, { create: false });
-      try {
+    const layout = (location: string) =>
+      onRaw(location, async (raw) => {
         const [segment] = await raw.query<{ wal_segment_size: string }>('show wal_segment_size');
         const databases = await raw.query<{ datname: string }>('select datname from pg_database order by datname');
         return { segment: segment!.wal_segment_size, databases: databases.map((d) => d.datname) };
-      } finally {
-        await raw.close();
-      }
-    };
+      });
     expect(await layout(old)).toEqual({ segment: '16MB', databases: ['postgres', 'template0', 'template1'] });
     await (await indexOfContracts(join(dir, 'wal-1.index'), join(dir, 'wal-1'))).close();
     expect(await layout(join(dir, 'wal-1.index'))).toEqual({ segment: '1MB', databases: ['postgres'] });
@@ -383,7 +372,7 @@ describe('bad input: an IndexError that says what to do', () => {
     const folder = join(dir, 'inline');
     await (await indexOfContracts(location, folder)).close();
     const raw = await openLocation(location, { create: false });
-    const option = async () => (await raw.query<{ options: string[] | null }>(`select reloptions as options from pg_class where oid = 'lexembed_sparse'::regclass`))[0]!.options;
+    const option = () => sparseTableOptions(raw);
     const toasted = async () => {
       const [{ toast } = { toast: '' }] = await raw.query<{ toast: string }>(`select reltoastrelid::regclass::text as toast from pg_class where oid = 'lexembed_sparse'::regclass`);
       return (await raw.query<{ n: number }>(`select count(distinct chunk_id)::int as n from ${toast}`))[0]!.n;
@@ -411,12 +400,7 @@ describe('bad input: an IndexError that says what to do', () => {
     const reopened = await openIndex(location, { embedder });
     await reopened.update([folder]);
     await reopened.close();
-    const after = await openLocation(location, { create: false });
-    try {
-      expect((await after.query<{ options: string[] | null }>(`select reloptions as options from pg_class where oid = 'lexembed_sparse'::regclass`))[0]!.options).toEqual(['toast_tuple_target=8160']);
-    } finally {
-      await after.close();
-    }
+    expect(await onRaw(location, sparseTableOptions)).toEqual(['toast_tuple_target=8160']);
   }, 120_000);
 
   it('a damaged index (its control file overwritten): refused with what to do, not a crash or a hang', async () => {
@@ -428,6 +412,19 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(await refused(() => openIndex(damaged, { embedder }))).toMatch(/the index at .*damaged\.index cannot be opened \(.*\): it may be damaged; remove it and run lexembed index again/);
   }, 120_000);
 });
+
+/** `work` on the index at `location` opened as SQL, closed after. */
+async function onRaw<T>(location: string, work: (raw: Sql) => Promise<T>): Promise<T> {
+  const raw = await openLocation(location, { create: false });
+  try {
+    return await work(raw);
+  } finally {
+    await raw.close();
+  }
+}
+
+/** The sparse table's storage options (reloptions). */
+const sparseTableOptions = async (raw: Sql) => (await raw.query<{ options: string[] | null }>(`select reloptions as options from pg_class where oid = 'lexembed_sparse'::regclass`))[0]!.options;
 
 /** Turns a current index back into format 2's layout: the sparse vectors in the passages' rows, with their GIN index there. */
 async function toFormat2(raw: Sql): Promise<void> {
