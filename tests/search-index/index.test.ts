@@ -13,7 +13,7 @@ import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/
 import { MARKER_FILE, openLocation } from '../../src/search-index/location.ts';
 import type { Sql } from '../../src/search-index/sql.ts';
 import { indexModelOf } from '../../src/search-index/model.ts';
-import { cutLog, insertFile, vacuumCounts } from '../../src/search-index/store.ts';
+import { cutLog, insertFile, type NewPassage, vacuumCounts } from '../../src/search-index/store.ts';
 import { ensureSchema, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { signDot } from '../../src/search-index/search.ts';
 import { makePdf } from '../support/documents.ts';
@@ -344,7 +344,7 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(await layout(join(dir, 'wal-1.index'))).toEqual({ segment: '1MB', databases: ['postgres'] });
   }, 120_000);
 
-  it('cuts the write-ahead log during a long run once it passes a bound: PGlite starts no checkpoint of its own when the log passes its cap', async () => {
+  it('cuts the write-ahead log once it passes a bound (cutLog, which vacuumCounts and settleWrites call): PGlite starts no checkpoint of its own when the log passes its cap', async () => {
     const location = join(dir, 'long-run.index');
     const sql = await openLocation(location, { create: true });
     try {
@@ -354,8 +354,8 @@ describe('bad input: an IndexError that says what to do', () => {
       const { dense, sparse } = await model.embedPassages(texts);
       const log = () => readdirSync(join(location, 'pgdata', 'pg_wal')).filter((f) => /^[0-9A-F]{24}$/.test(f)).length;
       for (let file = 0; file < 40 && log() <= 24; file++) {
-        const passages = Array.from({ length: 400 }, (_, i) => ({ chunk: i, start: 0, end: 1, unitFirst: null, unitLast: null, body: texts[i % texts.length]!, dense: dense[i % texts.length]!, sparse: sparse[i % texts.length]! }));
-        await sql.transaction((tx) => insertFile(tx, { root: 'r', path: `f${file}`, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, passages, model.settings.vocabularySize));
+        const k = (i: number) => i % texts.length;
+        await insertRows(sql, `f${file}`, Array.from({ length: 400 }, (_, i) => ({ body: texts[k(i)]!, dense: dense[k(i)]!, sparse: sparse[k(i)]! })), model.settings.vocabularySize);
       }
       expect(log()).toBeGreaterThan(24); // 1 MB segments: more than the 16 MB cap, kept
       await vacuumCounts(sql); // under CHECKPOINT_AFTER_LOG_BYTES since the last checkpoint: none yet
@@ -378,14 +378,11 @@ describe('bad input: an IndexError that says what to do', () => {
       return (await raw.query<{ n: number }>(`select count(distinct chunk_id)::int as n from ${toast}`))[0]!.n;
     };
     // A passage of 600 terms: a 4.8 KB sparse vector, over PostgreSQL's 2 KB default.
-    const insertLong = (path: string) =>
-      raw.transaction(async (tx) => {
-        const [{ size } = { size: 0 }] = await tx.query<{ size: number }>(`select (settings->>'vocabularySize')::int as size from lexembed_index`);
-        const [{ width } = { width: 0 }] = await tx.query<{ width: number }>(`select (settings->>'dimensions')::int as width from lexembed_index`);
-        const sparse = { indices: Array.from({ length: 600 }, (_, i) => i * 7), values: Array.from({ length: 600 }, () => 0.5) };
-        const passage = { chunk: 0, start: 0, end: 1, unitFirst: null, unitLast: null, body: 'x', dense: new Float32Array(width).fill(0.1), sparse };
-        await insertFile(tx, { root: 'r', path, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, [passage], size);
-      });
+    const insertLong = async (path: string) => {
+      const [{ size, width } = { size: 0, width: 0 }] = await raw.query<{ size: number; width: number }>(`select (settings->>'vocabularySize')::int as size, (settings->>'dimensions')::int as width from lexembed_index`);
+      const sparse = { indices: Array.from({ length: 600 }, (_, i) => i * 7), values: Array.from({ length: 600 }, () => 0.5) };
+      await insertRows(raw, path, [{ body: 'x', dense: new Float32Array(width).fill(0.1), sparse }], size);
+    };
     try {
       expect(await option()).toEqual(['toast_tuple_target=8160']);
       await insertLong('long-1');
@@ -421,6 +418,12 @@ async function onRaw<T>(location: string, work: (raw: Sql) => Promise<T>): Promi
   } finally {
     await raw.close();
   }
+}
+
+/** Passages written straight to the index as one file's rows (chunk i for the i-th), no document behind them. */
+async function insertRows(sql: Sql, path: string, rows: readonly Pick<NewPassage, 'body' | 'dense' | 'sparse'>[], vocabularySize: number): Promise<void> {
+  const passages = rows.map((r, chunk) => ({ ...r, chunk, start: 0, end: 1, unitFirst: null, unitLast: null }));
+  await sql.transaction((tx) => insertFile(tx, { root: 'r', path, sha256: '-', bytes: 0, unit: null, context: '', contextSparse: { indices: [], values: [] } }, passages, vocabularySize));
 }
 
 /** The sparse table's storage options (reloptions). */
