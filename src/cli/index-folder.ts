@@ -48,6 +48,7 @@ export async function indexCommand(args: string[], out: (s: string) => void, err
     const report = await index.update(positionals, (e) => {
       if (config.json) return;
       if (e.kind === 'file') err(`[${e.done}/${e.total}] ${e.file}: ${e.passages} passage${e.passages === 1 ? '' : 's'}`);
+      else if (e.kind === 'graph') err(`building the dense search graph over ${e.passages.toLocaleString('en')} passages (once, after a first load: about a minute per 100,000)`);
       else err(`lexembed index: ${e.file}: ${e.reason} (left out; run again once it is fixed)`);
     });
     const stats = await index.stats();

@@ -10,7 +10,7 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
-import { addContextTermsIndex, checkSameVectors, ensureSchema, hasContextTermsIndex, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
+import { addContextTermsIndex, buildDenseGraph, checkSameVectors, ensureSchema, hasContextTermsIndex, hasDenseGraph, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
@@ -95,7 +95,13 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
     async update(inputs, onEvent) {
       if (!(await sql.tryWriterLock())) throw new IndexError(`another lexembed index run is writing to ${sql.where}: wait for it to finish (one writer at a time)`);
       const settings = await made();
-      const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent);
+      const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent).catch(async (error: unknown) => {
+        // The files written before the error are searched with the graph; where it cannot be built
+        // now (a full disk), the run's own error is the one to report, and the next run builds it.
+        await completeDenseGraph(sql, onEvent).catch(() => {});
+        throw error;
+      });
+      await completeDenseGraph(sql, onEvent);
       await settleWrites(sql, { removed: report.changed.length + report.removed.length > 0 });
       return report;
     },
@@ -132,6 +138,14 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
     },
     close: () => sql.close(),
   };
+}
+
+/** Builds the dense graph a first load (or one cut off) left to the end, saying so first: it takes minutes at a million passages. */
+async function completeDenseGraph(sql: Sql, onEvent?: (e: UpdateEvent) => void): Promise<void> {
+  if (await hasDenseGraph(sql)) return;
+  const [row] = await sql.query<{ n: number }>('select count(*)::int as n from lexembed_passages');
+  onEvent?.({ kind: 'graph', passages: row?.n ?? 0 });
+  await buildDenseGraph(sql);
 }
 
 /**

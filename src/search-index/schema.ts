@@ -87,7 +87,7 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
       id bigserial primary key, file_id int not null references lexembed_files(id) on delete cascade,
       chunk int not null, start_offset int not null, end_offset int not null, unit_first int, unit_last int,
       body text not null, bits bit(${settings.dimensions}) not null, dense bytea not null, unique (file_id, chunk))`);
-    await tx.query('create index lexembed_passages_bits on lexembed_passages using hnsw (bits bit_hamming_ops)');
+    await tx.query(CREATE_DENSE_GRAPH);
     await addContextTermsIndex(tx);
     await createSparseTable(tx, settings.vocabularySize);
     await tx.query('create table lexembed_terms (term int primary key, df int not null)');
@@ -144,6 +144,42 @@ const INLINE_ROW_BYTES = 8160;
 export async function keepSparseRowsInline(sql: SqlQuery): Promise<void> {
   const [row] = await sql.query<{ inline: boolean }>(`select coalesce('toast_tuple_target=${INLINE_ROW_BYTES}' = any(reloptions), false) as inline from pg_class where oid = 'lexembed_sparse'::regclass`);
   if (!row?.inline) await sql.query(`alter table lexembed_sparse set (toast_tuple_target = ${INLINE_ROW_BYTES})`);
+}
+
+/** The dense side's HNSW graph over the passages' sign bits: search.ts takes the dense shortlist from it. */
+const DENSE_GRAPH = 'lexembed_passages_bits';
+const CREATE_DENSE_GRAPH = `create index if not exists ${DENSE_GRAPH} on lexembed_passages using hnsw (bits bit_hamming_ops)`;
+
+/**
+ * Memory an embedded index builds its dense graph in: pgvector builds it in memory while it fits
+ * (about 0.6 KB a passage), and on in its pages, far slower, after. A PostgreSQL server builds it
+ * in the maintenance_work_mem its administrator set.
+ */
+const GRAPH_BUILD_MEMORY = '1GB';
+
+/**
+ * Drops the dense graph before a first load (update.ts), whose rows go in without it: building it
+ * once over them after (buildDenseGraph) took 66 s for the 113,697 real passages of
+ * bench:index-recall, where inserting each passage into the graph made most of the 652 s their
+ * rows took to write. Searched meanwhile, the dense shortlist is an exact scan of every passage's
+ * bits (the same passages, slower).
+ */
+export async function dropDenseGraph(sql: SqlQuery): Promise<void> {
+  await sql.query(`drop index if exists ${DENSE_GRAPH}`);
+}
+
+/** Whether the index has its dense graph (false during a first load, or after one was cut off until the next run builds it). */
+export async function hasDenseGraph(sql: SqlQuery): Promise<boolean> {
+  const [row] = await sql.query<{ present: boolean }>(`select to_regclass('${DENSE_GRAPH}') is not null as present`);
+  return row?.present === true;
+}
+
+/** Builds the dense graph where it is missing: after a first load, or where one was cut off. */
+export async function buildDenseGraph(sql: Sql): Promise<void> {
+  await sql.transaction(async (tx) => {
+    if (sql.engine === 'pglite') await tx.query(`set local maintenance_work_mem = '${GRAPH_BUILD_MEMORY}'`);
+    await tx.query(CREATE_DENSE_GRAPH);
+  });
 }
 
 /** The GIN index of the files' contexts' terms (search.ts finds a question's named files by it). */

@@ -10,7 +10,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { DocumentError, unitAt } from '../documents/extract.ts';
 import { DocumentReader, listDocuments } from '../node/documents.ts';
 import { contextOf } from './context.ts';
-import { IndexError } from './schema.ts';
+import { dropDenseGraph, IndexError } from './schema.ts';
 import type { IndexModel } from './model.ts';
 import { insertFile, listFiles, removeFile, renameFile, type IndexedFile, type NewPassage, VACUUM_COUNTS_EVERY, vacuumCounts } from './store.ts';
 import type { Sql } from './sql.ts';
@@ -29,7 +29,11 @@ export interface UpdateReport {
   passagesAdded: number;
 }
 
-export type UpdateEvent = { kind: 'file'; file: string; passages: number; done: number; total: number } | { kind: 'failed'; file: string; reason: string };
+export type UpdateEvent =
+  | { kind: 'file'; file: string; passages: number; done: number; total: number }
+  | { kind: 'failed'; file: string; reason: string }
+  /** The dense graph is being built over the passages of a first load (index.ts): minutes at a million. */
+  | { kind: 'graph'; passages: number };
 
 /** Passages embedded per model call. */
 const EMBED_BATCH = 32;
@@ -91,6 +95,8 @@ export async function updateIndex(sql: Sql, model: IndexModel, chunkTokens: numb
     report.removed.push(...removals.map((r) => r.path));
   }
 
+  // A first load writes its passages before the dense graph, which is built over them at the end.
+  if (!indexed.length && toEmbed.length) await dropDenseGraph(sql);
   const reader = new DocumentReader(toEmbed.map(({ file }) => ({ id: file.path, path: file.abs })));
   const since = { files: 0, passages: 0 };
   for (const [i, { file, replaces }] of toEmbed.entries()) {

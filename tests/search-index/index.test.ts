@@ -9,12 +9,12 @@ import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { loadModelFolder, STATIC_MODEL_DIR, TEST_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { IndexError, openIndex, type SearchIndex } from '../../src/search-index/index.ts';
+import { IndexError, openIndex, type SearchIndex, type UpdateEvent } from '../../src/search-index/index.ts';
 import { MARKER_FILE, openLocation } from '../../src/search-index/location.ts';
 import type { Sql } from '../../src/search-index/sql.ts';
 import { indexModelOf } from '../../src/search-index/model.ts';
 import { cutLog, insertFile, type NewPassage, vacuumCounts } from '../../src/search-index/store.ts';
-import { ensureSchema, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
+import { dropDenseGraph, ensureSchema, hasDenseGraph, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { signDot } from '../../src/search-index/search.ts';
 import { makePdf } from '../support/documents.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
@@ -44,7 +44,8 @@ const passagesOf = async () => (await index.stats()).passages;
 
 describe('a folder indexed and searched', () => {
   it('indexes every document file, names the ones it cannot read with what to do', async () => {
-    const report = await index.update([docs]);
+    const events: UpdateEvent[] = [];
+    const report = await index.update([docs], (e) => events.push(e));
     expect(report.added).toHaveLength(12);
     // A .doc is a document it cannot read: named with what to do, not left out as another kind of file.
     expect(report.failed).toEqual([
@@ -56,6 +57,9 @@ describe('a folder indexed and searched', () => {
     expect(stats.files).toBe(12);
     // Long contracts (every third) span more than one passage.
     expect(stats.passages).toBeGreaterThan(12);
+    // A first load: the dense graph built once over every passage, after the last file.
+    expect(events.at(-1)).toEqual({ kind: 'graph', passages: stats.passages });
+    expect(events.filter((e) => e.kind === 'graph')).toHaveLength(1);
   }, 120_000);
 
   it('finds the clause a question asks about, with its file, page and text', async () => {
@@ -127,8 +131,10 @@ describe('a folder indexed and searched', () => {
 describe('a second run updates exactly what changed', () => {
   it('counts unchanged files and embeds nothing', async () => {
     const before = await passagesOf();
-    const report = await index.update([docs]);
+    const events: UpdateEvent[] = [];
+    const report = await index.update([docs], (e) => events.push(e));
     expect(report).toMatchObject({ added: [], changed: [], renamed: [], removed: [], unchanged: 12, passagesAdded: 0 });
+    expect(events.map((e) => e.kind)).toEqual(['failed', 'failed']); // the two it cannot read, tried again; no graph built again
     expect(await passagesOf()).toBe(before);
   }, 120_000);
 
@@ -342,6 +348,20 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(await layout(old)).toEqual({ segment: '16MB', databases: ['postgres', 'template0', 'template1'] });
     await (await indexOfContracts(join(dir, 'wal-1.index'), join(dir, 'wal-1'))).close();
     expect(await layout(join(dir, 'wal-1.index'))).toEqual({ segment: '1MB', databases: ['postgres'] });
+  }, 120_000);
+
+  it('a first load cut off before its dense graph was built: searched as before (an exact scan), and the next run builds the graph', async () => {
+    const location = join(dir, 'no-graph.index');
+    const folder = join(dir, 'no-graph');
+    const made = await indexOfContracts(location, folder);
+    const question = 'governing law in the agreement between Party 2A Ltd and Party 2B Inc.';
+    const before = await topFive(made, question);
+    await made.close();
+    // What a run killed after its first load's rows (its graph dropped, not built yet) leaves.
+    await onRaw(location, dropDenseGraph);
+    expect(await onRaw(location, hasDenseGraph)).toBe(false);
+    await searchesAsBeforeThroughAnUpdate(location, folder, question, before);
+    expect(await onRaw(location, hasDenseGraph)).toBe(true);
   }, 120_000);
 
   it('cuts the write-ahead log once it passes a bound (cutLog, which vacuumCounts and settleWrites call): PGlite starts no checkpoint of its own when the log passes its cap', async () => {
