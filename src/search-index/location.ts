@@ -58,6 +58,7 @@ export async function openLocation(location: string, options: { create: boolean 
     return { ...sql, close: async () => (await sql.close(), release()) };
   } catch (error) {
     release();
+    if (error instanceof IndexError) throw error;
     throw new IndexError(`the index at ${location} cannot be opened (${messageOf(error)}): it may be damaged; remove it and run lexembed index again`);
   }
 }
