@@ -36,6 +36,9 @@ PostgreSQL server with pgvector for a team (postgres://…; docs/search-index.md
 Options:
 ${describeOptions(INDEX_OPTIONS)}
 
+Environment: LEXEMBED_INDEX_CACHE_MB=N sets a folder index's page cache in MB (default: three
+quarters of its data, from 128 to 1024; docs/search-index.md, "In memory").
+
 Exit status: 0 when every document file was indexed, 1 when some could not be read (the rest
 are indexed), 2 for a usage or index problem (nothing changed).
 `;
@@ -64,6 +67,6 @@ function describeReport(r: UpdateReport, stats: { files: number; passages: numbe
   for (const f of r.removed) lines.push(`  removed ${f}`);
   for (const f of r.failed) lines.push(`  not indexed: ${f.file}: ${f.reason}`);
   if (r.ignored.length) lines.push(`  left out ${r.ignored.length} file(s) that are not PDF, DOCX, TXT or Markdown (convert them to one of those to index them): ${r.ignored.slice(0, 5).join(', ')}${r.ignored.length > 5 ? ', …' : ''}`);
-  lines.push(`${where}: ${stats.files} files, ${stats.passages} passages`);
+  lines.push(`${where}: ${stats.files} file${stats.files === 1 ? '' : 's'}, ${stats.passages} passage${stats.passages === 1 ? '' : 's'}`);
   return lines.join('\n');
 }

@@ -65,6 +65,9 @@ row scored by cosine; the passages are read back from the input it was made from
 
 Options:
 ${describeOptions(SEARCH_OPTIONS)}
+
+Environment: LEXEMBED_INDEX_CACHE_MB=N sets a folder index's page cache in MB (default: three
+quarters of its data, from 128 to 1024; docs/search-index.md, "In memory").
 `;
 
 interface IndexMeta {

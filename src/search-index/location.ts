@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { messageOf } from '../util/message-of.ts';
 import { IndexError } from './schema.ts';
-import { isPostgresUrl, openPglite, openPostgres, type Sql } from './sql.ts';
+import { isPostgresUrl, openPglite, openPostgres, pageCacheSetting, type Sql } from './sql.ts';
 
 /** The file that marks a folder as a lexembed index. */
 export const MARKER_FILE = 'lexembed-index.json';
@@ -26,6 +26,8 @@ export async function openLocation(location: string, options: { create: boolean 
       throw new IndexError(`cannot reach the PostgreSQL server ${location.replace(/:[^:@/]*@/, ':***@')}: ${messageOf(error)}; is it running, is the URL right, and does it have pgvector (create extension vector)?`);
     }
   }
+  // A setting that cannot be used stops the open before a new folder is made.
+  pageCacheSetting();
   const folder = resolve(location);
   if (!existsSync(folder)) {
     if (!options.create) throw new IndexError(`no index at ${location}: make one with lexembed index <folder of documents> --index ${location}`);

@@ -61,14 +61,19 @@ const PAGE_CACHE_MB = { least: 128, most: 1024, share: 0.75, step: 16 };
 
 /** The page cache for the index in `folder`, in MB: PAGE_CACHE_MB's share of its data, or what LEXEMBED_INDEX_CACHE_MB says. */
 export function pageCacheMbOf(folder: string, env = process.env.LEXEMBED_INDEX_CACHE_MB): number {
-  if (env?.trim()) {
-    const mb = Number(env);
-    if (!Number.isInteger(mb) || mb < 16 || mb > 2048) throw new IndexError(`LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 (got "${env}"): the embedded index's page cache`);
-    return mb;
-  }
+  const set = pageCacheSetting(env);
+  if (set !== null) return set;
   const { least, most, share, step } = PAGE_CACHE_MB;
   const wanted = Math.ceil((bytesUnder(join(folder, 'base')) * share) / 2 ** 20 / step) * step;
   return Math.min(most, Math.max(least, wanted));
+}
+
+/** LEXEMBED_INDEX_CACHE_MB's page cache in MB, null when it is not set; an IndexError naming it when it is not a size. */
+export function pageCacheSetting(env = process.env.LEXEMBED_INDEX_CACHE_MB): number | null {
+  if (!env?.trim()) return null;
+  const mb = Number(env.trim());
+  if (!/^\d+$/.test(env.trim()) || mb < 16 || mb > 2048) throw new IndexError(`LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 (got "${env}"): the embedded index's page cache`);
+  return mb;
 }
 
 /** The bytes of the files under `dir` (0 where it does not exist). */

@@ -1,7 +1,7 @@
 // The embedded index's page cache (shared_buffers) follows the index's size: PGlite's default for a
 // small one, three quarters of a large one's data up to 1 GB; LEXEMBED_INDEX_CACHE_MB sets it, and a
 // bad value is an IndexError naming the variable, not an index called damaged.
-import { closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -36,7 +36,7 @@ describe('the embedded index\'s page cache', () => {
     const folder = dataOf('set', [738]);
     expect(pageCacheMbOf(folder, '64')).toBe(64);
     expect(pageCacheMbOf(folder, ' ')).toBe(560);
-    for (const bad of ['lots', '8', '4096', '1.5']) expect(() => pageCacheMbOf(folder, bad), bad).toThrow(/^LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 \(got ".*"\)/);
+    for (const bad of ['lots', '8', '4096', '1.5', '1e2', '0x40', '-16']) expect(() => pageCacheMbOf(folder, bad), bad).toThrow(/^LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 \(got ".*"\)/);
   });
 
   it('is the cache PGlite runs with; a bad setting stops the open with that message, not "damaged"', async () => {
@@ -49,6 +49,7 @@ describe('the embedded index\'s page cache', () => {
       const error = await openLocation(join(dir, 'an.index'), { create: true }).then(() => null, (e: unknown) => e);
       expect(error).toBeInstanceOf(IndexError);
       expect((error as Error).message).toMatch(/^LEXEMBED_INDEX_CACHE_MB must be/);
+      expect(existsSync(join(dir, 'an.index'))).toBe(false); // stopped before a folder was made
     } finally {
       delete process.env.LEXEMBED_INDEX_CACHE_MB;
     }
