@@ -356,10 +356,12 @@ async function sparseList(tx: SqlQuery, s: SparseQuery, length: number, filter: 
   const scored = rows.filter((r) => r.d < 0 && !named.has(r.file)).map((r) => ({ id: r.id, score: -Number(r.d) }));
   for (const file of s.named) {
     // The query less the terms the context holds (a weight of 0 leaves a term out of the vector).
+    // A question of nothing but those (the document's opening line, its title) asks for the
+    // passages that hold them: scored by the whole query, not all tied at the document's score.
     const rest = sparsevecLiteral(s.query, s.vocabularySize, (term) => (file.terms.has(term) ? 0 : s.idf(term)));
     const own = await tx.query<{ id: string; d: number }>(
       `select p.id::text as id, p.sparse <#> $1::sparsevec as d from ${s.table} p where p.file_id = $2 order by d limit ${length}`,
-      [rest, file.id],
+      [rest.startsWith('{}') ? s.weighted : rest, file.id],
     );
     scored.push(...own.map((r) => ({ id: r.id, score: -Number(r.d) + file.score })));
   }

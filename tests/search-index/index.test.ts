@@ -82,6 +82,12 @@ describe('a folder indexed and searched', () => {
     // A question that names no document, and one asked within its document, rank as before.
     const ids = (hits: { passageId: string }[]) => hits.map((h) => h.passageId);
     expect(ids(await index.search('governing law', { top: 5 }))).toEqual(ids(await index.search('governing law', { top: 5, documentContext: false })));
+    // A question of nothing but the name (the document's opening line) finds the passage that holds it, not the document's passages tied.
+    const title = 'AGREEMENT 10 between Party 9A Ltd and Party 9B Inc.';
+    for (const mode of ['hybrid', 'sparse'] as const) {
+      const [first, second] = await index.search(title, { top: 2, mode });
+      expect([first!.file, first!.chunk, first!.score > second!.score], mode).toEqual(['contract-09.md', 0, true]);
+    }
     const within = { top: 5, document: 'contract-09.md' };
     expect(ids(await index.search(question, within))).toEqual(ids(await index.search(question, { ...within, documentContext: false })));
   }, 120_000);
