@@ -27,7 +27,11 @@ export async function openLocation(location: string, options: { create: boolean 
     }
   }
   // A setting that cannot be used stops the open before a new folder is made.
-  pageCacheSetting();
+  try {
+    pageCacheSetting();
+  } catch (error) {
+    throw new IndexError(messageOf(error));
+  }
   const folder = resolve(location);
   if (!existsSync(folder)) {
     if (!options.create) throw new IndexError(`no index at ${location}: make one with lexembed index <folder of documents> --index ${location}`);

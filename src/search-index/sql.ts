@@ -5,7 +5,6 @@
 
 import { existsSync, readdirSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { IndexError } from './schema.ts';
 
 /** A connection to the index's database: plain queries and one transaction at a time. */
 export interface Sql {
@@ -68,11 +67,11 @@ export function pageCacheMbOf(folder: string, env = process.env.LEXEMBED_INDEX_C
   return Math.min(most, Math.max(least, wanted));
 }
 
-/** LEXEMBED_INDEX_CACHE_MB's page cache in MB, null when it is not set; an IndexError naming it when it is not a size. */
+/** LEXEMBED_INDEX_CACHE_MB's page cache in MB, null when it is not set; a RangeError naming it when it is not a size (location.ts says it as an IndexError). */
 export function pageCacheSetting(env = process.env.LEXEMBED_INDEX_CACHE_MB): number | null {
   if (!env?.trim()) return null;
   const mb = Number(env.trim());
-  if (!/^\d+$/.test(env.trim()) || mb < 16 || mb > 2048) throw new IndexError(`LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 (got "${env}"): the embedded index's page cache`);
+  if (!/^\d+$/.test(env.trim()) || mb < 16 || mb > 2048) throw new RangeError(`LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 (got "${env}"): the embedded index's page cache`);
   return mb;
 }
 
