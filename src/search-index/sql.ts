@@ -69,9 +69,10 @@ export function pageCacheMbOf(folder: string, env = process.env.LEXEMBED_INDEX_C
 
 /** LEXEMBED_INDEX_CACHE_MB's page cache in MB, null when it is not set; a RangeError naming it when it is not a size (location.ts says it as an IndexError). */
 export function pageCacheSetting(env = process.env.LEXEMBED_INDEX_CACHE_MB): number | null {
-  if (!env?.trim()) return null;
-  const mb = Number(env.trim());
-  if (!/^\d+$/.test(env.trim()) || mb < 16 || mb > 2048) throw new RangeError(`LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 (got "${env}"): the embedded index's page cache`);
+  const text = env?.trim();
+  if (!text) return null;
+  const mb = Number(text);
+  if (!/^\d+$/.test(text) || mb < 16 || mb > 2048) throw new RangeError(`LEXEMBED_INDEX_CACHE_MB must be a whole number of MB from 16 to 2048 (got "${env}"): the embedded index's page cache`);
   return mb;
 }
 

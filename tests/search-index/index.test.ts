@@ -257,6 +257,22 @@ describe('bad input: an IndexError that says what to do', () => {
     }
   }
 
+  /**
+   * An index of three contracts (`name`.index, of the folder `name`) whose top 5 for `question` is
+   * taken, then its tables changed by `alter` (as an older lexembed or a cut-off run left them):
+   * the same top 5 before an update and through it. Its location and that top 5.
+   */
+  async function alteredThenSearchedAsBefore(name: string, question: string, alter: (raw: Sql) => Promise<unknown>): Promise<{ location: string; before: unknown[][] }> {
+    const location = join(dir, `${name}.index`);
+    const folder = join(dir, name);
+    const made = await indexOfContracts(location, folder);
+    const before = await topFive(made, question);
+    await made.close();
+    await onRaw(location, alter);
+    await searchesAsBeforeThroughAnUpdate(location, folder, question, before);
+    return { location, before };
+  }
+
   /** The raw index after an update brought it to this format: its version, a sparse row per passage. */
   async function openUpgraded(location: string): Promise<Sql> {
     const after = await openLocation(location, { create: false });
@@ -297,17 +313,8 @@ describe('bad input: an IndexError that says what to do', () => {
   }, 120_000);
 
   it('an index of format 2 (sparse vectors in the passages\' rows) gives the same hits, and the next update moves them to their own table without embedding again', async () => {
-    const old = join(dir, 'format-2.index');
-    const folder = join(dir, 'format-2');
-    const made = await indexOfContracts(old, folder);
-    const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
-    const before = await topFive(made, question);
-    await made.close();
-    const raw = await openLocation(old, { create: false });
-    await toFormat2(raw);
-    await raw.close();
-    await searchesAsBeforeThroughAnUpdate(old, folder, question, before);
-    const after = await openUpgraded(old);
+    const { location } = await alteredThenSearchedAsBefore('format-2', 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.', toFormat2);
+    const after = await openUpgraded(location);
     try {
       expect(await after.query(`select count(*)::int as n from information_schema.columns where table_name = 'lexembed_passages' and column_name = 'sparse'`)).toEqual([{ n: 0 }]);
     } finally {
@@ -316,20 +323,13 @@ describe('bad input: an IndexError that says what to do', () => {
   }, 120_000);
 
   it('an index without the contexts\' terms index (written before it) names the same document, and the next update adds it', async () => {
-    const old = join(dir, 'context-terms.index');
-    const folder = join(dir, 'context-terms');
-    const made = await indexOfContracts(old, folder);
-    const question = 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.';
-    const before = await topFive(made, question);
+    const present = async (raw: Sql) => (await raw.query<{ n: number }>(`select count(*)::int as n from pg_indexes where indexname = 'lexembed_files_context_gin'`))[0]!.n;
+    const { location, before } = await alteredThenSearchedAsBefore('context-terms', 'governing law in the agreement between Party 1A Ltd and Party 1B Inc.', async (raw) => {
+      expect(await present(raw)).toBe(1);
+      await raw.query('drop index lexembed_files_context_gin');
+    });
     expect(before[0]![0]).toBe('contract-01.md');
-    await made.close();
-    const present = () => onRaw(old, async (raw) => (await raw.query<{ n: number }>(`select count(*)::int as n from pg_indexes where indexname = 'lexembed_files_context_gin'`))[0]!.n);
-    expect(await present()).toBe(1);
-    const raw = await openLocation(old, { create: false });
-    await raw.query('drop index lexembed_files_context_gin');
-    await raw.close();
-    await searchesAsBeforeThroughAnUpdate(old, folder, question, before);
-    expect(await present()).toBe(1);
+    expect(await onRaw(location, present)).toBe(1);
   }, 120_000);
 
   it('a new index folder keeps 1 MB log segments and no template databases; one made with PostgreSQL\'s 16 MB segments still opens, searches and updates', async () => {
@@ -357,16 +357,11 @@ describe('bad input: an IndexError that says what to do', () => {
   }, 120_000);
 
   it('a first load cut off before its dense graph was built: searched as before (an exact scan), and the next run builds the graph', async () => {
-    const location = join(dir, 'no-graph.index');
-    const folder = join(dir, 'no-graph');
-    const made = await indexOfContracts(location, folder);
-    const question = 'governing law in the agreement between Party 2A Ltd and Party 2B Inc.';
-    const before = await topFive(made, question);
-    await made.close();
     // What a run killed after its first load's rows (its graph dropped, not built yet) leaves.
-    await onRaw(location, dropDenseGraph);
-    expect(await onRaw(location, hasDenseGraph)).toBe(false);
-    await searchesAsBeforeThroughAnUpdate(location, folder, question, before);
+    const { location } = await alteredThenSearchedAsBefore('no-graph', 'governing law in the agreement between Party 2A Ltd and Party 2B Inc.', async (raw) => {
+      await dropDenseGraph(raw);
+      expect(await hasDenseGraph(raw)).toBe(false);
+    });
     expect(await onRaw(location, hasDenseGraph)).toBe(true);
   }, 120_000);
 
