@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, loadModelFolder, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { fuseByDistribution, searchPassages, type SearchMode } from '../src/search-index/search.ts';
 import { indexModelOf } from '../src/search-index/model.ts';
+import { signBitsOfIndex } from '../src/search-index/sign-bits.ts';
 import { ensureSchema } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites } from '../src/search-index/store.ts';
@@ -62,6 +63,8 @@ for (const task of values.tasks!.split(',')) {
     });
   }
   await settleWrites(sql);
+  // The embedded index's dense shortlist: its sign bits in memory, as SearchIndex.search reads them.
+  const table = await signBitsOfIndex(sql, settings.dimensions);
   const indexSeconds = (performance.now() - t) / 1000;
   // Exact rankings in memory: float cosine over all; sparse with the corpus's idf.
   const df = new Map<number, number>();
@@ -96,7 +99,7 @@ for (const task of values.tasks!.split(',')) {
     const embedded = await model.embedQuery(q.text);
     for (const mode of ['hybrid', 'dense', 'sparse'] as const) {
       t = performance.now();
-      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode });
+      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode }, undefined, table);
       if (mode === 'hybrid') latencies.push(performance.now() - t);
       const ranked = hits.map((h) => h.file);
       const exactRanked = exact(embedded, mode);

@@ -2,7 +2,9 @@
 // The dev set's three corpora (../shared/data/legal-eval-dev, 13,697 passages) among `--distractors`
 // real legal passages from ../shared/data/legal-pairs (the first 256-token chunk of each text: EU
 // law, statutes, contracts…), all in one index, searched with the dev set's questions:
-//   - each list of the index (dense: HNSW over sign bits + int8 rescoring; sparse: the GIN's
+//   - each list of the index (dense: every passage's sign bits scanned in memory + int8
+//     rescoring, and pgvector's HNSW graph over the bits in its place where the index has one, as
+//     a server's has; sparse: the GIN's
 //     candidates scored by the idf-weighted dot product) against the exact ranking of the same
 //     vectors in memory (float cosine over every passage; the sparse dot product over every
 //     passage): overlap of the top 10 and of the top 100;
@@ -20,7 +22,8 @@ import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, loadModelFolder, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { fuseByDistribution, searchPassages, type SearchMode } from '../src/search-index/search.ts';
 import { indexModelOf } from '../src/search-index/model.ts';
-import { ensureSchema } from '../src/search-index/schema.ts';
+import { SignBitsTable } from '../src/search-index/sign-bits.ts';
+import { ensureSchema, hasDenseGraph } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites, vacuumCounts } from '../src/search-index/store.ts';
 import type { SparseVector } from '../src/embedder/sparse.ts';
@@ -153,11 +156,22 @@ const overlap = (a: readonly number[], b: readonly number[], k: number) => {
   return want.size ? a.slice(0, k).filter((d) => want.has(d)).length / want.size : 1;
 };
 
+// The dense shortlist as the embedded index makes it (every passage's sign bits scanned in memory),
+// beside pgvector's HNSW graph (what a PostgreSQL server's index searches), same questions.
+const loading = performance.now();
+const table = await SignBitsTable.load(sql.copyOut!.bind(sql), settings.dimensions);
+console.log(`sign bits of ${table.count.toLocaleString('en')} passages read in ${((performance.now() - loading) / 1000).toFixed(2)} s`);
+const shortlists: { name: string; table: SignBitsTable | undefined }[] = [
+  { name: 'scan', table },
+];
+if (await hasDenseGraph(sql)) shortlists.push({ name: 'graph', table: undefined });
+
 const positionOf = (file: string, chunk: number) => Number(file.slice('part-'.length)) * 1000 + chunk;
 const modes: SearchMode[] = ['dense', 'sparse', 'hybrid'];
+const runs: { mode: SearchMode; key: string; table: SignBitsTable | undefined }[] = modes.flatMap((mode): { mode: SearchMode; key: string; table: SignBitsTable | undefined }[] => (mode === 'sparse' ? [{ mode, key: mode, table: undefined }] : shortlists.map((s) => ({ mode, key: `${mode} (${s.name})`, table: s.table }))));
 const sums: Record<string, number[]> = {};
 const add = (key: string, v: number) => (sums[key] ??= []).push(v);
-const latency: Record<string, number[]> = { dense: [], sparse: [], hybrid: [] };
+const latency: Record<string, number[]> = Object.fromEntries(runs.map((r) => [r.key, []]));
 for (const task of TASKS) {
   const dir = join(values.dev!, task);
   const qrels = new Map<string, Set<string>>();
@@ -170,21 +184,21 @@ for (const task of TASKS) {
     const embedded = await model.embedQuery(q.text);
     const lists = { dense: exactDense(embedded.dense), sparse: exactSparse(embedded.sparse) };
     const exact = { dense: lists.dense.map((r) => r.d), sparse: lists.sparse.map((r) => r.d), hybrid: exactHybrid(lists.dense, lists.sparse) };
-    for (const mode of modes) {
+    for (const { mode, key, table: bits } of runs) {
       const started = performance.now();
-      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: mode === 'hybrid' ? 10 : 100, mode, documentContext: false });
-      latency[mode]!.push(performance.now() - started);
+      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: mode === 'hybrid' ? 10 : 100, mode, documentContext: false }, undefined, bits);
+      latency[key]!.push(performance.now() - started);
       const ranked = hits.map((h) => positionOf(h.file, h.chunk));
-      add(`${mode} top-10 overlap with exact`, overlap(ranked, exact[mode], 10));
-      if (mode !== 'hybrid') add(`${mode} top-100 overlap with exact`, overlap(ranked, exact[mode], 100));
+      add(`${key} top-10 overlap with exact`, overlap(ranked, exact[mode], 10));
+      if (mode !== 'hybrid') add(`${key} top-100 overlap with exact`, overlap(ranked, exact[mode], 100));
       add(`${task} ${mode} nDCG@10 exact`, ndcg10(exact[mode].map((d) => ids[d]!), qrels.get(q.id)!));
-      add(`${task} ${mode} nDCG@10 index`, ndcg10(ranked.map((d) => ids[d]!), qrels.get(q.id)!));
+      add(`${task} ${key} nDCG@10 index`, ndcg10(ranked.map((d) => ids[d]!), qrels.get(q.id)!));
     }
   }
 }
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 console.log(`\n${N.toLocaleString('en')} passages, ${values.queries} questions per task:`);
-for (const [key, xs] of Object.entries(sums)) console.log(`  ${key.padEnd(40)} ${mean(xs).toFixed(4)}`);
-for (const mode of modes) console.log(`  ${mode} query, embedding excluded: p50 ${quantile(latency[mode]!, 0.5).toFixed(1)} ms, p99 ${quantile(latency[mode]!, 0.99).toFixed(1)} ms`);
+for (const [key, xs] of Object.entries(sums)) console.log(`  ${key.padEnd(48)} ${mean(xs).toFixed(4)}`);
+for (const { key } of runs) console.log(`  ${key} query, embedding excluded: p50 ${quantile(latency[key]!, 0.5).toFixed(1)} ms, p99 ${quantile(latency[key]!, 0.99).toFixed(1)} ms`);
 await sql.close();
 await embedder.dispose();

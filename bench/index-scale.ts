@@ -4,17 +4,17 @@
 //     embedding, the baseline an index write is compared with;
 //   - N chunks made from them (each a real passage's text and sparse vector, its dense vector
 //     the real one plus noise, renormalised: synthetic vectors for the scale figure), written
-//     1,000 at a time (with --bulk, the default above 200,000 chunks, the HNSW graph is built once
-//     after them: a quarter of the time per row at 20,000), then 1,000 more with the graph in
-//     place: that write's time against embedding 1,000 chunks;
+//     1,000 at a time, then 1,000 more: that write's time against embedding 1,000 chunks;
 //   - bytes on disk per chunk (text included); hybrid and dense-only query latency, p50 / p99,
-//     with the query's embedding included; approximate (HNSW) dense recall@10 against an exact
-//     scan of the same int8 vectors; the process's resident memory;
+//     with the query's embedding included (the dense shortlist from every chunk's sign bits in
+//     memory, as SearchIndex.search reads them: their first read timed; an index kept from before
+//     with pgvector's HNSW graph is searched by the graph too, same run); dense recall@10 against
+//     an exact scan of the same int8 vectors; the process's resident memory;
 //   - today's `lexembed search` of an embed output (JSONL, read whole per query) on 1,046 and
 //     5,000 of the same chunks, against the index on the same chunks, warm, same run.
 // With --queries-only --keep DIR, the index a run kept there is searched again (the latency and
 // recall figures only: what a change to the search costs, without writing the chunks again).
-// Usage: npm run bench:index-scale -- [--chunks 100000] [--real 1000] [--queries 200] [--bulk|--no-bulk] [--model models/legal-2-embedder] [--keep DIR] [--queries-only]
+// Usage: npm run bench:index-scale -- [--chunks 100000] [--real 1000] [--queries 200] [--model models/legal-2-embedder] [--keep DIR] [--queries-only]
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -23,7 +23,8 @@ import { BUNDLED_MODEL_DIR, loadModelFolder, PROJECT_ROOT } from '../src/node/ru
 import { openModelSource } from '../src/cli/model-source.ts';
 import { readMeta, searchIndex } from '../src/cli/search.ts';
 import { indexModelOf, cosineInt8 } from '../src/search-index/model.ts';
-import { buildDenseGraph, dropDenseGraph, ensureSchema } from '../src/search-index/schema.ts';
+import { ensureSchema, hasDenseGraph } from '../src/search-index/schema.ts';
+import { signBitsOfIndex, type SignBitsTable } from '../src/search-index/sign-bits.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites, vacuumCounts, type NewPassage } from '../src/search-index/store.ts';
 import { searchPassages } from '../src/search-index/search.ts';
@@ -37,14 +38,12 @@ const { values } = parseArgs({
     model: { type: 'string', default: BUNDLED_MODEL_DIR },
     dev: { type: 'string', default: resolve(PROJECT_ROOT, '../shared/data/legal-eval-dev') },
     keep: { type: 'string', default: '' },
-    bulk: { type: 'boolean' },
     'queries-only': { type: 'boolean', default: false },
   },
   allowNegative: true,
 });
 const N = Number(values.chunks);
 const R = Number(values.real);
-const BULK = values.bulk ?? N > 200_000;
 const work = values.keep || mkdtempSync(join(tmpdir(), 'lexembed-index-scale-'));
 mkdirSync(work, { recursive: true });
 const readJsonl = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; text: string });
@@ -102,18 +101,19 @@ async function againstToday(size: number): Promise<void> {
   const sql = await openLocation(join(dir, 'index'), { create: true });
   await ensureSchema(sql, settings, 'bench');
   await fill(sql, 0, size);
+  const table = await signBitsOfIndex(sql, settings.dimensions);
   const meta = readMeta(out);
   const todayMs: number[] = [];
   const indexMs: number[] = [];
   // Both warm: one untimed query each first (JIT, the model's first run, the database's caches).
   await searchIndex(source, out, meta, queries[0]!, { top: 10, rerank: false, candidates: 50 });
-  await searchPassages(sql, await model.embedQuery(queries[0]!), settings.vocabularySize, { top: 10 });
+  await searchPassages(sql, await model.embedQuery(queries[0]!), settings.vocabularySize, { top: 10 }, undefined, table);
   for (const q of queries.slice(1, 11)) {
     t = performance.now();
     await searchIndex(source, out, meta, q, { top: 10, rerank: false, candidates: 50 });
     todayMs.push(performance.now() - t);
     t = performance.now();
-    await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10 });
+    await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10 }, undefined, table);
     indexMs.push(performance.now() - t);
   }
   console.log(`${size.toLocaleString('en')} chunks: today's search of the JSONL output (${(statSync(out).size / 2 ** 20).toFixed(0)} MB) p50 ${quantile(todayMs, 0.5).toFixed(0)} ms; the index (hybrid, ${(du(join(dir, 'index')) / 2 ** 20).toFixed(0)} MB) p50 ${quantile(indexMs, 0.5).toFixed(0)} ms: ×${(quantile(todayMs, 0.5) / quantile(indexMs, 0.5)).toFixed(0)}`);
@@ -130,19 +130,10 @@ async function writeTheIndex(): Promise<void> {
   await againstToday(1046);
   await againstToday(5000);
   await ensureSchema(sql, settings, 'bench');
-  // Bulk: the rows first, the HNSW graph built over all of them after, as `lexembed index` does a
-  // first load (schema.ts dropDenseGraph, buildDenseGraph: 1 GB to build it in, before 1.5 GB here).
-  if (BULK) await dropDenseGraph(sql);
   let started = performance.now();
   await fill(sql, 0, N, (seconds, size) => {
     if (size % 50_000 === 0) console.log(`  ${size.toLocaleString('en')} chunks written (${((performance.now() - started) / 1000).toFixed(0)} s; this 1,000: ${seconds.toFixed(2)} s; ${rss()} MB resident)`);
   });
-  if (BULK) {
-    const rows = (performance.now() - started) / 1000;
-    const building = performance.now();
-    await buildDenseGraph(sql);
-    console.log(`bulk: rows ${rows.toFixed(0)} s, then the HNSW graph built over them in ${((performance.now() - building) / 1000).toFixed(0)} s (${rss()} MB resident)`);
-  }
   console.log(`${N.toLocaleString('en')} chunks written in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   // What a user's next run costs: 1,000 more chunks written and settled, against embedding them.
   started = performance.now();
@@ -154,22 +145,33 @@ async function writeTheIndex(): Promise<void> {
   console.log(`on disk: ${(du(folder) / 2 ** 20).toFixed(0)} MB, ${Math.round(du(folder) / N)} bytes per chunk (text included)`);
 }
 
-const latency = { hybrid: [] as number[], dense: [] as number[] };
+let reading = performance.now();
+const table = await signBitsOfIndex(sql, settings.dimensions);
+console.log(`the sign bits of ${table?.count.toLocaleString('en')} chunks read in ${((performance.now() - reading) / 1000).toFixed(2)} s (from the database, or the file a run before left)`);
+reading = performance.now();
+await signBitsOfIndex(sql, settings.dimensions);
+console.log(`  read again (from the file beside the database) in ${((performance.now() - reading) / 1000).toFixed(2)} s`);
+// An index kept from before lexembed dropped the graph from embedded indexes: searched both ways.
+const shortlists: { name: string; table: SignBitsTable | undefined }[] = [{ name: 'scan', table }];
+if (await hasDenseGraph(sql)) shortlists.push({ name: 'HNSW graph', table: undefined });
+const latency: Record<string, number[]> = {};
 for (const q of queries) {
-  for (const mode of ['hybrid', 'dense'] as const) {
-    t = performance.now();
-    await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10, mode });
-    latency[mode].push(performance.now() - t);
+  for (const shortlist of shortlists) {
+    for (const mode of ['hybrid', 'dense'] as const) {
+      t = performance.now();
+      await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10, mode }, undefined, shortlist.table);
+      (latency[`${mode} (${shortlist.name})`] ??= []).push(performance.now() - t);
+    }
   }
 }
-for (const mode of ['hybrid', 'dense'] as const) console.log(`${mode} query at ${N.toLocaleString('en')} chunks, embedding included: p50 ${quantile(latency[mode], 0.5).toFixed(0)} ms, p99 ${quantile(latency[mode], 0.99).toFixed(0)} ms (${queries.length} queries)`);
+for (const [key, ms] of Object.entries(latency)) console.log(`${key} query at ${N.toLocaleString('en')} chunks, embedding included: p50 ${quantile(ms, 0.5).toFixed(0)} ms, p99 ${quantile(ms, 0.99).toFixed(0)} ms (${queries.length} queries)`);
 
-// Recall of the HNSW candidates + rescoring against an exact scan of every int8 vector: one pass
+// Recall of the scan's candidates + rescoring against an exact scan of every int8 vector: one pass
 // over the table for all the sample's queries (keyset pages: an offset would re-read the table).
 const sample: { dense: Float32Array; approx: string[]; best: { id: string; s: number }[] }[] = [];
 for (const q of queries.slice(0, 10)) {
   const embedded = await model.embedQuery(q);
-  const approx = (await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode: 'dense' })).map((h) => h.passageId);
+  const approx = (await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode: 'dense' }, undefined, table)).map((h) => h.passageId);
   sample.push({ dense: embedded.dense, approx, best: [] });
 }
 for (let after = '0'; ; ) {

@@ -10,13 +10,15 @@ import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
-import { addContextTermsIndex, buildDenseGraph, checkSameVectors, ensureSchema, hasContextTermsIndex, hasDenseGraph, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
+import { addContextTermsIndex, buildDenseGraph, checkSameVectors, dropDenseGraph, ensureSchema, hasContextTermsIndex, hasDenseGraph, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
+import { signBitsOfIndex, type SignBitsTable } from './sign-bits.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
 import { updateIndex, type UpdateEvent, type UpdateReport } from './update.ts';
 
 export { IndexError } from './schema.ts';
+export { SIGN_BITS_FILE } from './sign-bits.ts';
 export type { SearchHit, SearchMode, SearchOptions } from './search.ts';
 export type { UpdateEvent, UpdateReport } from './update.ts';
 
@@ -89,12 +91,26 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
 }
 
 function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSettings; layout: IndexLayout } | null, made: () => Promise<IndexSettings>): SearchIndex {
+  // The embedded index's sign bits, read at its first search (from the file beside its database
+  // that the last process to read them left, else from the database) and again after each update.
+  let signBits: Promise<SignBitsTable | undefined> | null = null;
+  const signBitsOf = (settings: IndexSettings) => {
+    signBits ??= signBitsOfIndex(sql, settings.dimensions).catch((error: unknown) => {
+      signBits = null;
+      throw error;
+    });
+    return signBits;
+  };
   return {
     where: sql.where,
     engine: sql.engine,
     async update(inputs, onEvent) {
       if (!(await sql.tryWriterLock())) throw new IndexError(`another lexembed index run is writing to ${sql.where}: wait for it to finish (one writer at a time)`);
       const settings = await made();
+      // Searches while files are written read the bits afresh; after the run, the bits held (or
+      // the folder's file of them) are brought up to date and written for the next process.
+      const held = signBits;
+      signBits = null;
       const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent).catch(async (error: unknown) => {
         // The files written before the error are searched with the graph; where it cannot be built
         // now (a full disk), the run's own error is the one to report, and the next run builds it.
@@ -103,6 +119,12 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       });
       await completeDenseGraph(sql, onEvent);
       await settleWrites(sql, { removed: report.changed.length + report.removed.length > 0 });
+      const refreshed = signBitsOfIndex(sql, settings.dimensions, await held?.catch(() => undefined));
+      signBits = refreshed;
+      // Where they cannot be read now, the next search tries again.
+      await refreshed.catch(() => {
+        if (signBits === refreshed) signBits = null;
+      });
       return report;
     },
     async search(query, options, embed) {
@@ -114,7 +136,9 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       const offset = options?.offset ?? 0;
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
-      return searchPassages(sql, { ...(await model.embedQuery(query, embed)), rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.layout);
+      const embedded = await model.embedQuery(query, embed);
+      const table = options?.mode === 'sparse' ? undefined : await signBitsOf(now.settings);
+      return searchPassages(sql, { ...embedded, rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.layout, table);
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
@@ -140,8 +164,13 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
   };
 }
 
-/** Builds the dense graph a first load (or one cut off) left to the end, saying so first: it takes minutes at a million passages. */
+/**
+ * A server index: builds the dense graph a first load (or one cut off) left to the end, saying so
+ * first (it takes minutes at a million passages). An embedded index: drops the graph one made
+ * before lexembed scanned the bits in memory kept (it would cost every write, and its space).
+ */
 async function completeDenseGraph(sql: Sql, onEvent?: (e: UpdateEvent) => void): Promise<void> {
+  if (sql.engine === 'pglite') return dropDenseGraph(sql);
   if (await hasDenseGraph(sql)) return;
   const [row] = await sql.query<{ n: number }>('select count(*)::int as n from lexembed_passages');
   onEvent?.({ kind: 'graph', passages: row?.n ?? 0 });

@@ -61,7 +61,7 @@ export async function openLocation(location: string, options: { create: boolean 
   const release = takeFolderLock(folder, location);
   try {
     const sql = await openPglite(join(folder, MARKER.database), location);
-    return { ...sql, close: async () => (await sql.close(), release()) };
+    return { ...sql, folder, close: async () => (await sql.close(), release()) };
   } catch (error) {
     release();
     if (error instanceof IndexError) throw error;

@@ -87,7 +87,8 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
       id bigserial primary key, file_id int not null references lexembed_files(id) on delete cascade,
       chunk int not null, start_offset int not null, end_offset int not null, unit_first int, unit_last int,
       body text not null, bits bit(${settings.dimensions}) not null, dense bytea not null, unique (file_id, chunk))`);
-    await tx.query(CREATE_DENSE_GRAPH);
+    // A server's dense shortlist comes from the graph; an embedded index's from its bits in memory (sign-bits.ts).
+    if (sql.engine === 'postgres') await tx.query(CREATE_DENSE_GRAPH);
     await addContextTermsIndex(tx);
     await createSparseTable(tx, settings.vocabularySize);
     await tx.query('create table lexembed_terms (term int primary key, df int not null)');
@@ -146,7 +147,13 @@ export async function keepSparseRowsInline(sql: SqlQuery): Promise<void> {
   if (!row?.inline) await sql.query(`alter table lexembed_sparse set (toast_tuple_target = ${INLINE_ROW_BYTES})`);
 }
 
-/** The dense side's HNSW graph over the passages' sign bits: search.ts takes the dense shortlist from it. */
+/**
+ * The dense side's HNSW graph over the passages' sign bits: a PostgreSQL server's index takes its
+ * dense shortlist from it (search.ts). An embedded index has none: it scans every passage's bits in
+ * memory (sign-bits.ts), exactly and faster than PGlite walks the graph, and without it a write
+ * adds no graph node and a first load builds no graph (at 113,697 real passages the graph was 73 s
+ * of a 309 s first load and about 545 bytes a passage).
+ */
 const DENSE_GRAPH = 'lexembed_passages_bits';
 const CREATE_DENSE_GRAPH = `create index if not exists ${DENSE_GRAPH} on lexembed_passages using hnsw (bits bit_hamming_ops)`;
 
@@ -158,11 +165,11 @@ const CREATE_DENSE_GRAPH = `create index if not exists ${DENSE_GRAPH} on lexembe
 const GRAPH_BUILD_MEMORY = '1GB';
 
 /**
- * Drops the dense graph before a first load (update.ts), whose rows go in without it: the 113,697
- * real passages of bench:index-recall took 309 s written so, the graph built once over them after
- * (buildDenseGraph), against 524 s with each passage inserted into the graph as it was written
- * (same run). Searched meanwhile, the dense shortlist is an exact scan of every passage's bits
- * (the same passages, slower).
+ * Drops the dense graph: before a server index's first load (update.ts), whose rows go in without
+ * it: the 113,697 real passages of bench:index-recall took 309 s written so, the graph built once
+ * over them after (buildDenseGraph), against 524 s with each passage inserted into the graph as it
+ * was written (same run; searched meanwhile, the dense shortlist is an exact scan of every
+ * passage's bits: the same passages, slower); and from an embedded index made with one (index.ts).
  */
 export async function dropDenseGraph(sql: SqlQuery): Promise<void> {
   await sql.query(`drop index if exists ${DENSE_GRAPH}`);

@@ -20,6 +20,10 @@ export interface Sql {
    * (PostgreSQL: a session advisory lock; a PGlite folder is locked whole when it is opened).
    */
   tryWriterLock(): Promise<boolean>;
+  /** A folder index's folder (PGlite): where files beside its database go. */
+  readonly folder?: string;
+  /** A select's rows in PostgreSQL's binary COPY format, in one piece (PGlite only: a server's index is searched by its graph, search.ts). */
+  copyOut?(select: string): Promise<Uint8Array>;
   /** Bytes free on the disk that holds a folder index (null for a server: it reports a full disk itself). */
   freeBytes(): number | null;
   close(): Promise<void>;
@@ -106,6 +110,11 @@ export async function openPglite(folder: string, where = folder): Promise<Sql> {
     query: async (text, params) => (await db.query(text, params as unknown[])).rows as never,
     transaction: (work) => db.transaction((tx) => work({ query: async (text, params) => (await tx.query(text, params as unknown[])).rows as never })),
     tryWriterLock: async () => true,
+    async copyOut(select) {
+      const { blob } = await db.query(`copy (${select}) to '/dev/blob' with (format binary)`);
+      if (!blob) throw new Error(`PGlite gave no rows for: ${select}`);
+      return new Uint8Array(await blob.arrayBuffer());
+    },
     freeBytes: () => {
       const disk = statfsSync(folder);
       return disk.bavail * disk.bsize;

@@ -95,8 +95,9 @@ export async function updateIndex(sql: Sql, model: IndexModel, chunkTokens: numb
     report.removed.push(...removals.map((r) => r.path));
   }
 
-  // A first load writes its passages before the dense graph, which is built over them at the end.
-  if (!indexed.length && toEmbed.length) await dropDenseGraph(sql);
+  // A server index's first load writes its passages before the dense graph, which is built over
+  // them at the end; an embedded index has no graph (one made before loses it before its writes).
+  if (sql.engine === 'pglite' || (!indexed.length && toEmbed.length)) await dropDenseGraph(sql);
   const reader = new DocumentReader(toEmbed.map(({ file }) => ({ id: file.path, path: file.abs })));
   const since = { files: 0, passages: 0 };
   for (const [i, { file, replaces }] of toEmbed.entries()) {

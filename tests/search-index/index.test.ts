@@ -14,7 +14,7 @@ import { MARKER_FILE, openLocation } from '../../src/search-index/location.ts';
 import type { Sql } from '../../src/search-index/sql.ts';
 import { indexModelOf } from '../../src/search-index/model.ts';
 import { cutLog, insertFile, type NewPassage, vacuumCounts } from '../../src/search-index/store.ts';
-import { dropDenseGraph, ensureSchema, hasDenseGraph, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
+import { buildDenseGraph, ensureSchema, hasDenseGraph, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
 import { signDot } from '../../src/search-index/search.ts';
 import { makePdf } from '../support/documents.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
@@ -57,9 +57,8 @@ describe('a folder indexed and searched', () => {
     expect(stats.files).toBe(12);
     // Long contracts (every third) span more than one passage.
     expect(stats.passages).toBeGreaterThan(12);
-    // A first load: the dense graph built once over every passage, after the last file.
-    expect(events.at(-1)).toEqual({ kind: 'graph', passages: stats.passages });
-    expect(events.filter((e) => e.kind === 'graph')).toHaveLength(1);
+    // An embedded index builds no dense graph: its dense shortlist is a scan of the bits in memory.
+    expect(events.filter((e) => e.kind === 'graph')).toEqual([]);
   }, 120_000);
 
   it('finds the clause a question asks about, with its file, page and text', async () => {
@@ -356,13 +355,13 @@ describe('bad input: an IndexError that says what to do', () => {
     expect(await layout(join(dir, 'wal-1.index'))).toEqual({ segment: '1MB', databases: ['postgres'] });
   }, 120_000);
 
-  it('a first load cut off before its dense graph was built: searched as before (an exact scan), and the next run builds the graph', async () => {
-    // What a run killed after its first load's rows (its graph dropped, not built yet) leaves.
-    const { location } = await alteredThenSearchedAsBefore('no-graph', 'governing law in the agreement between Party 2A Ltd and Party 2B Inc.', async (raw) => {
-      await dropDenseGraph(raw);
-      expect(await hasDenseGraph(raw)).toBe(false);
+  it('an index made with a dense graph (before the bits were scanned in memory): searched as before, and the next run drops the graph', async () => {
+    const { location } = await alteredThenSearchedAsBefore('graph', 'governing law in the agreement between Party 2A Ltd and Party 2B Inc.', async (raw) => {
+      expect(await hasDenseGraph(raw)).toBe(false); // a new embedded index has none
+      await buildDenseGraph(raw);
+      expect(await hasDenseGraph(raw)).toBe(true);
     });
-    expect(await onRaw(location, hasDenseGraph)).toBe(true);
+    expect(await onRaw(location, hasDenseGraph)).toBe(false);
   }, 120_000);
 
   it('cuts the write-ahead log once it passes a bound (cutLog, which vacuumCounts and settleWrites call): PGlite starts no checkpoint of its own when the log passes its cap', async () => {

@@ -55,6 +55,8 @@ describe('an index in PostgreSQL + pgvector', () => {
     const first = await runCli(['index', join(dir, 'contracts'), '--index', url, ...model]);
     expect([first.code, first.stdout]).toEqual([0, expect.stringContaining('added 16, changed 0, renamed 0, removed 0, unchanged 0')]);
     expect(first.stdout).toContain(`postgres://postgres:***@127.0.0.1`); // the password is not printed
+    // A server's index takes its dense shortlist from pgvector's HNSW graph, built once after a first load.
+    expect(first.stderr).toMatch(/building the dense search graph over \d+ passages \(once, after a first load/);
     await writeContracts(join(dir, 'contracts'), 1, 16);
     const second = await runCli(['index', join(dir, 'contracts'), '--index', url, ...model]);
     expect(second.stdout).toContain('added 1, changed 0, renamed 0, removed 0, unchanged 16');

@@ -1,0 +1,205 @@
+// The embedded index's dense shortlist (sign-bits.ts): the WebAssembly kernel is its source
+// assembled, and the in-memory scan of every passage's sign bits, read from a real PGlite by a
+// binary COPY, gives exactly the nearest by Hamming distance (a plain JavaScript count beside it),
+// ordered by the query's sign score, within the files a filter leaves.
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import wabtInit from 'wabt';
+import type { Embedder } from '../../src/embedder/types.ts';
+import { loadModelFolder, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
+import { openIndex, SIGN_BITS_FILE, type SearchIndex } from '../../src/search-index/index.ts';
+import { openLocation } from '../../src/search-index/location.ts';
+import { HAMMING_WASM, SignBitsTable, signBitsOfIndex, signSums } from '../../src/search-index/sign-bits.ts';
+
+let db: PGlite;
+const copy = async (select: string) => new Uint8Array(await (await db.query(`copy (${select}) to '/dev/blob' with (format binary)`)).blob!.arrayBuffer());
+
+beforeAll(async () => {
+  db = await PGlite.create({ extensions: { vector } });
+});
+afterAll(async () => {
+  await db.close();
+});
+
+/** A seeded generator, so a failure repeats. */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+async function passagesOf(width: number, count: number, files: number, next: () => number): Promise<{ id: number; file: number; bits: string }[]> {
+  await db.query('drop table if exists lexembed_passages');
+  await db.query(`create table lexembed_passages (id bigint primary key, file_id int not null, bits bit(${width}) not null)`);
+  // A few bit strings repeat (copied clauses): ties at the cut.
+  const rows = Array.from({ length: count }, (_, i) => ({ id: 1000 + 7 * i, file: 1 + Math.floor(next() * files), bits: Array.from({ length: width }, () => (next() < 0.5 ? '1' : '0')).join('') }));
+  for (let i = 0; i < count; i += 10) rows[i + 1] = { ...rows[i + 1]!, bits: rows[i]!.bits };
+  await db.query('insert into lexembed_passages select * from unnest($1::bigint[], $2::int[], $3::text[]::bit varying[])', [rows.map((r) => r.id), rows.map((r) => r.file), rows.map((r) => r.bits)]);
+  return rows;
+}
+
+describe('the sign bits held in memory', () => {
+  it('runs hamming.wat as it is written (the embedded bytes are its assembly)', async () => {
+    const wabt = await wabtInit();
+    const source = readFileSync(join(import.meta.dirname, '../../src/search-index/hamming.wat'), 'utf8');
+    const assembled = wabt.parseWat('hamming.wat', source, { simd: true }).toBinary({}).buffer;
+    expect(Buffer.from(assembled).toString('base64')).toBe(HAMMING_WASM);
+  });
+
+  for (const width of [13, 200, 1792]) {
+    it(`finds exactly the nearest by Hamming distance, ties included, best sign score first (${width} bits)`, async () => {
+      const next = random(width);
+      const rows = await passagesOf(width, 3000, 40, next);
+      const table = await SignBitsTable.load(copy, width);
+      expect(table.count).toBe(rows.length);
+      const q = Float32Array.from({ length: width }, () => next() - 0.5);
+      const distance = (bits: string) => [...bits].filter((b, i) => (b === '1') !== q[i]! > 0).length;
+      const sign = (bits: string) => [...bits].reduce((s, b, i) => s + (b === '1' ? q[i]! : -q[i]!), 0);
+      for (const allowed of [undefined, (file: number) => file % 3 === 0]) {
+        const found = table.nearest(q, 100, allowed);
+        const eligible = rows.filter((r) => !allowed || allowed(r.file)).map((r) => ({ ...r, d: distance(r.bits) })).sort((a, b) => a.d - b.d);
+        const cut = eligible[99]!.d;
+        const want = eligible.filter((r) => r.d <= cut);
+        expect(found.length).toBe(want.length);
+        expect(found.length).toBeGreaterThanOrEqual(100);
+        expect(new Set(found.map((f) => f.id))).toEqual(new Set(want.map((r) => String(r.id))));
+        const byId = new Map(rows.map((r) => [String(r.id), r]));
+        for (const f of found) expect(f.sign).toBeCloseTo(sign(byId.get(f.id)!.bits), 4);
+        expect(found.map((f) => f.sign)).toEqual([...found.map((f) => f.sign)].sort((a, b) => b - a));
+      }
+    }, 60_000);
+  }
+
+  it('an empty index, and fewer passages than asked for', async () => {
+    await passagesOf(64, 0, 1, random(1));
+    expect((await SignBitsTable.load(copy, 64)).nearest(new Float32Array(64).fill(1), 10)).toEqual([]);
+    await passagesOf(64, 5, 1, random(2));
+    expect((await SignBitsTable.load(copy, 64)).nearest(new Float32Array(64).fill(1), 10)).toHaveLength(5);
+  });
+
+  it('refuses bits of another width than the index\'s, not reading them wrong', async () => {
+    await passagesOf(64, 3, 1, random(3));
+    await expect(SignBitsTable.load(copy, 128)).rejects.toThrow(/not as written/);
+  });
+
+  it('a byte\'s sums: each of its 256 values the query\'s values with their signs', () => {
+    const q = Float32Array.from({ length: 11 }, (_, i) => i - 4.5);
+    const sums = signSums(q);
+    for (const [byte, value] of [[0, 0], [0, 255], [0, 0b10100001], [1, 0b11100000], [1, 0b11111111]] as const) {
+      let want = 0;
+      for (let k = 0; k < 8 && byte * 8 + k < q.length; k++) want += (value >> (7 - k)) & 1 ? q[byte * 8 + k]! : -q[byte * 8 + k]!;
+      expect(sums[byte * 256 + value]).toBeCloseTo(want, 10);
+    }
+  });
+});
+
+describe('an index\'s sign bits through its runs (the file beside its database, and updates)', () => {
+  let dir: string;
+  let embedder: Embedder;
+  const CLAUSES = [
+    'The tenant shall keep the garden free of weeds and cut the lawn every fortnight.',
+    'The supplier shall deliver the steel beams to the Rotterdam warehouse by ship.',
+    'The employee shall not disclose the recipe of the secret sauce to any competitor.',
+    'The borrower shall repay the loan in twelve equal monthly instalments.',
+    'The licensee may install the software on three computers at one site.',
+    'The insurer shall pay for water damage caused by a burst pipe in winter.',
+  ];
+  const NEW = 'The keeper shall feed the zoo\'s elephants hay and fresh bananas every morning.';
+  const top = async (index: SearchIndex, query: string) => (await index.search(query, { top: 5, mode: 'dense' })).map((h) => `${h.file}#${h.chunk}`);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'lexembed-sign-bits-'));
+    mkdirSync(join(dir, 'docs'));
+    CLAUSES.forEach((clause, i) => writeFileSync(join(dir, 'docs', `clause-${i}.txt`), `${clause}\n\nThe parties agree to this clause.`));
+    embedder = await loadModelFolder(STATIC_MODEL_DIR, {});
+  }, 120_000);
+  afterAll(async () => {
+    await embedder?.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a run that adds a file: its passages are in the next dense search; a new process reads the same bits from the file', async () => {
+    const location = join(dir, 'index');
+    const file = join(location, SIGN_BITS_FILE);
+    let index = await openIndex(location, { embedder });
+    await index.update([join(dir, 'docs')]);
+    expect((await top(index, 'who feeds the elephants in the zoo'))[0]).not.toMatch(/^elephants/);
+    expect(existsSync(file)).toBe(true);
+    const before = readFileSync(file);
+    writeFileSync(join(dir, 'docs', 'elephants.txt'), NEW);
+    const report = await index.update([join(dir, 'docs')]);
+    expect(report.added).toEqual(['elephants.txt']);
+    const asked = await top(index, 'who feeds the elephants in the zoo');
+    expect(asked[0]).toBe('elephants.txt#0');
+    expect(readFileSync(file).equals(before)).toBe(false);
+    await index.close();
+    // Read from the file, or from the database when the file is gone or is garbage: the same hits.
+    for (const prepare of [() => {}, () => unlinkSync(file), () => writeFileSync(file, 'not sign bits')]) {
+      prepare();
+      index = await openIndex(location, { embedder, create: false });
+      expect(await top(index, 'who feeds the elephants in the zoo')).toEqual(asked);
+      await index.close();
+    }
+  }, 120_000);
+
+  it('a file left from before a run that removed passages is not used: the removed are not found, the added are', async () => {
+    const location = join(dir, 'index');
+    const file = join(location, SIGN_BITS_FILE);
+    let index = await openIndex(location, { embedder, create: false });
+    await top(index, 'steel beams delivered to Rotterdam');
+    copyFileSync(file, join(dir, 'old-sign-bits'));
+    unlinkSync(join(dir, 'docs', 'clause-1.txt'));
+    writeFileSync(join(dir, 'docs', 'clause-1b.txt'), 'The carrier shall ship the copper wire to the Antwerp depot by rail.');
+    const report = await index.update([join(dir, 'docs')]);
+    expect(report).toMatchObject({ added: ['clause-1b.txt'], removed: ['clause-1.txt'] });
+    await index.close();
+    copyFileSync(join(dir, 'old-sign-bits'), file);
+    index = await openIndex(location, { embedder, create: false });
+    const hits = await index.search('copper wire shipped to Antwerp by rail', { top: 10, mode: 'dense' });
+    expect(hits[0]!.file).toBe('clause-1b.txt');
+    expect(hits.map((h) => h.file)).not.toContain('clause-1.txt');
+    await index.close();
+    // Brought up to date from the old file, they are the bits read whole from the database.
+    unlinkSync(file);
+    index = await openIndex(location, { embedder, create: false });
+    expect(await index.search('copper wire shipped to Antwerp by rail', { top: 10, mode: 'dense' })).toEqual(hits);
+    await index.close();
+  }, 120_000);
+
+  it('a file from another index\'s folder (another database with as many passages) is not used', async () => {
+    const [mine, other] = [join(dir, 'a-docs'), join(dir, 'b-docs')];
+    mkdirSync(mine);
+    mkdirSync(other);
+    CLAUSES.slice(0, 3).forEach((t, i) => writeFileSync(join(mine, `a-${i}.txt`), t));
+    const texts = ['The pilot shall land the aircraft at the nearest airport in a storm.', 'The baker shall deliver fresh bread to the hotel before dawn.', 'The gardener shall prune the roses in early spring.'];
+    texts.forEach((t, i) => writeFileSync(join(other, `o-${i}.txt`), t));
+    const [a, b] = [join(dir, 'a.index'), join(dir, 'b.index')];
+    for (const [location, docs] of [[a, mine], [b, other]] as const) {
+      const index = await openIndex(location, { embedder });
+      await index.update([docs]);
+      await index.close();
+    }
+    // What the table gives (ids and sign scores: its bits), opened as a search opens it.
+    const q = Float32Array.from({ length: embedder.maxDimensions }, (_, i) => Math.sin(i));
+    const asked = async (location: string) => {
+      const sql = await openLocation(location, { create: false });
+      try {
+        return (await signBitsOfIndex(sql, embedder.maxDimensions))!.nearest(q, 3);
+      } finally {
+        await sql.close();
+      }
+    };
+    const own = await asked(b);
+    expect(own).toHaveLength(3);
+    expect(await asked(a)).not.toEqual(own);
+    // Both indexes' stamps but the database's agree: three passages, the same last id.
+    copyFileSync(join(a, SIGN_BITS_FILE), join(b, SIGN_BITS_FILE));
+    expect(await asked(b)).toEqual(own);
+  }, 120_000);
+});
