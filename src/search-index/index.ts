@@ -7,6 +7,7 @@
 //   const hits = await index.search('governing law of the supply agreement', { top: 5 });
 //   await index.close();
 import type { EmbedOptions, Embedder } from '../embedder/types.ts';
+import { messageOf } from '../util/message-of.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
@@ -97,7 +98,7 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
   const signBitsOf = (settings: IndexSettings) => {
     signBits ??= signBitsOfIndex(sql, settings.dimensions).catch((error: unknown) => {
       signBits = null;
-      throw error;
+      throw new IndexError(`cannot read the passages' sign bits of the index at ${sql.where} (${messageOf(error)}): it may be damaged; remove it and run lexembed index again`);
     });
     return signBits;
   };

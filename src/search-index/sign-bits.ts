@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Sql, SqlQuery } from './sql.ts';
 
 /** hamming.wat assembled (wabt's wat2wasm with SIMD; tests/search-index/sign-bits.test.ts checks the two agree). */
-export const HAMMING_WASM = 'AGFzbQEAAAABCQFgBX9/f39/AAIPAQNlbnYGbWVtb3J5AgABAwIBAAcLAQdoYW1taW5nAAAKmgEBlwECAn8CeyABIAIgA2xqIQUCQANAIAEgBU8NAf0MAAAAAAAAAAAAAAAAAAAAACEHQQAhBgNAIAcgACAGav0ABAAgASAGav0ABAD9Uf1i/X39jgEhByAGQRBqIQYgBiADSQ0ACyAH/X8hCCAEIAj9GwAgCP0bAWogCP0bAiAI/RsDamo7AQAgBEECaiEEIAEgA2ohAQwACwsL';
+export const HAMMING_WASM = 'AGFzbQEAAAABEgJgBn9/f39/fwBgBH9/f38BfwIPAQNlbnYGbWVtb3J5AgABAwMCAAEHFQIHaGFtbWluZwAAB2NvbGxlY3QAAQr5AQK0AQMCfwJ7An8gASACIANsaiEGAkADQCABIAZPDQH9DAAAAAAAAAAAAAAAAAAAAAAhCEEAIQcDQCAIIAAgB2r9AAQAIAEgB2r9AAQA/VH9Yv19/Y4BIQggB0EQaiEHIAcgA0kNAAsgCP1/IQkgCf0bACAJ/RsBaiAJ/RsCIAn9GwNqaiEKIAQgCjsBACAFIApBAnRqIQsgCyALKAIAQQFqNgIAIARBAmohBCABIANqIQEMAAsLC0EBAn8CQANAIAQgAU8NASAAIARBAXRqLwEAIAJNBEAgAyAFQQJ0aiAENgIAIAVBAWohBQsgBEEBaiEEDAALCyAFCw==';
 
 /** The file in an index folder that keeps its passages' sign bits for the next process to open. */
 export const SIGN_BITS_FILE = 'sign-bits';
@@ -49,14 +49,46 @@ async function passagesStamp(sql: SqlQuery): Promise<Stamp> {
 
 const sameStamp = (a: Stamp, b: Stamp) => a.database === b.database && a.passages === b.passages && a.last === b.last;
 
-const FILE_MAGIC = 'LXSBITS2';
-/** The file's header: FILE_MAGIC, the width and count (u32), the passages and last id (f64), the database (32 bytes of text); then the ids (f64), files (i32) and bits (stride each). */
+const FILE_MAGIC = 'LXSBITS3';
+/**
+ * The file's header: FILE_MAGIC, the width and count (u32), the passages and last id (f64), the
+ * database (32 bytes of text); then a record per passage: its id (f64), file (i32), 4 bytes unused
+ * and its bits (stride bytes). A run that only added passages appends their records and then
+ * writes the header: a run killed between the two leaves the file as it was, its count unchanged.
+ */
 const HEADER_BYTES = 64;
+const recordBytes = (stride: number) => 16 + stride;
+/** Records read or written at a time. */
+const RECORDS_AT_ONCE = 4096;
 
 const SELECT_ROWS = 'select id, file_id, bits from lexembed_passages';
 
-/** Bytes of bits per passage in memory: the bit string padded to whole 16-byte SIMD words. */
-const strideOf = (width: number) => Math.ceil(width / 128) * 16;
+/** Rows read by one COPY (SignBitsTable.load). */
+const COPY_RANGE = 100_000;
+
+/** Writes all of `data` at `position`. */
+function writeAll(fd: number, data: Uint8Array, position: number): void {
+  for (let at = 0; at < data.length; ) at += writeSync(fd, data, at, data.length - at, position + at);
+}
+
+/** hamming.wat's functions. */
+interface Kernel {
+  hamming(q: number, base: number, n: number, stride: number, out: number, hist: number): void;
+  collect(out: number, n: number, cut: number, dest: number): number;
+}
+
+/**
+ * A table's memory: the query's bits, every passage's (each padded to whole 16-byte SIMD words),
+ * their distances (u16), the distances' histogram (i32) and the rows collected (i32).
+ */
+function layoutOf(width: number, count: number) {
+  const stride = Math.ceil(width / 128) * 16;
+  const base = stride;
+  const out = base + count * stride;
+  const hist = Math.ceil((out + 2 * count) / 4) * 4;
+  const rows = hist + 4 * (width + 1);
+  return { stride, query: 0, base, out, hist, rows, end: rows + 4 * count };
+}
 
 /** A passage on the shortlist: its id and its sign score (signSums). */
 export interface Shortlisted {
@@ -76,7 +108,7 @@ function copiedRows(data: Uint8Array, width: number): { count: number; into(tabl
   const first = 11 + 4 + 4 + view.getInt32(11 + 4);
   const count = Math.max(0, Math.floor((data.length - first - 2) / rowBytes));
   const wrong = (what: string) => new Error(`the index's sign bits are not as written (${what})`);
-  if (view.getInt16(first + count * rowBytes) !== -1) throw wrong(`no end after ${count} rows`);
+  if (first + count * rowBytes + 2 > data.length || view.getInt16(first + count * rowBytes) !== -1) throw wrong(`no end after ${count} rows`);
   return {
     count,
     into(table, at) {
@@ -94,6 +126,8 @@ function copiedRows(data: Uint8Array, width: number): { count: number; into(tabl
 export class SignBitsTable {
   /** The passages it holds (set when it is read). */
   stamp: Stamp = { database: '', passages: -1, last: -1 };
+  /** How many of its first rows the file holds as its records, under which stamp (null: the file is to be written whole). */
+  private persisted: { readonly count: number; readonly stamp: Stamp } | null = null;
 
   private constructor(
     readonly width: number,
@@ -101,13 +135,12 @@ export class SignBitsTable {
     private readonly ids: Float64Array,
     private readonly files: Int32Array,
     private readonly memory: WebAssembly.Memory,
-    private readonly hamming: (q: number, base: number, n: number, stride: number, out: number) => void,
+    private readonly kernel: Kernel,
   ) {}
 
-  /** Where the query, the passages' bits and the distances are in memory. */
+  /** Where the query, the passages' bits, their distances, the distances' histogram and the rows collected are in memory. */
   private get layout() {
-    const stride = strideOf(this.width);
-    return { stride, query: 0, base: stride, out: stride + this.count * stride };
+    return layoutOf(this.width, this.count);
   }
 
   /** The arrays rows are read into (copiedRows). */
@@ -117,10 +150,9 @@ export class SignBitsTable {
 
   /** An empty table of `count` rows. */
   private static async make(width: number, count: number): Promise<SignBitsTable> {
-    const stride = strideOf(width);
-    const memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil((stride * (count + 1) + 2 * count + 16) / 65536)) });
+    const memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(layoutOf(width, count).end / 65536)) });
     const { instance } = await WebAssembly.instantiate(Buffer.from(HAMMING_WASM, 'base64'), { env: { memory } });
-    return new SignBitsTable(width, count, new Float64Array(count), new Int32Array(count), memory, instance.exports.hamming as never);
+    return new SignBitsTable(width, count, new Float64Array(count), new Int32Array(count), memory, instance.exports as unknown as Kernel);
   }
 
   /**
@@ -128,10 +160,17 @@ export class SignBitsTable {
    * passages in 0.36 s here with the table's pages in memory, 2.6-4.2 s from disk: the bits are in
    * the passages' rows, beside their text and int8 vectors).
    */
-  static async load(copy: Copy, width: number): Promise<SignBitsTable> {
-    const rows = copiedRows(await copy(SELECT_ROWS), width);
-    const table = await SignBitsTable.make(width, rows.count);
-    rows.into(table, 0);
+  static async load(copy: Copy, width: number, sql?: SqlQuery): Promise<SignBitsTable> {
+    // A COPY's rows are gathered in PGlite's own memory, which never shrinks: read in ranges of
+    // ids, a million passages left 0.6 GB more resident read in one.
+    const [range] = sql ? await sql.query<{ first: string | null; last: string | null }>('select min(id)::text as first, max(id)::text as last from lexembed_passages') : [];
+    const first = Number(range?.first ?? 0);
+    const last = Number(range?.last ?? 0);
+    const parts: ReturnType<typeof copiedRows>[] = [];
+    if (!sql) parts.push(copiedRows(await copy(SELECT_ROWS), width));
+    else for (let from = first; from <= last; from += COPY_RANGE) parts.push(copiedRows(await copy(`${SELECT_ROWS} where id >= ${from} and id < ${from + COPY_RANGE}`), width));
+    const table = await SignBitsTable.make(width, parts.reduce((n, p) => n + p.count, 0));
+    for (let i = 0, at = 0; i < parts.length; at += parts[i]!.count, i++) parts[i]!.into(table, at);
     return table;
   }
 
@@ -146,7 +185,7 @@ export class SignBitsTable {
     const stamp = await passagesStamp(sql);
     const found = held?.stamp.database === stamp.database ? held : await SignBitsTable.read(file, width, stamp.database).catch(() => null);
     if (found && sameStamp(found.stamp, stamp)) return found;
-    const table = found ? await found.refreshed(sql, copy, stamp) : await SignBitsTable.load(copy, width);
+    const table = found ? await found.refreshed(sql, copy, stamp) : await SignBitsTable.load(copy, width, sql);
     table.stamp = stamp;
     table.save(file);
     return table;
@@ -170,25 +209,33 @@ export class SignBitsTable {
       at++;
     }
     added.into(table, kept);
+    // Nothing dropped: the file's records are still this table's first rows.
+    if (kept === this.count) table.persisted = this.persisted;
     const newest = table.ids.reduce((a, b) => Math.max(a, b), 0);
-    return table.count === now.passages && newest === now.last ? table : SignBitsTable.load(copy, this.width);
+    return table.count === now.passages && newest === now.last ? table : SignBitsTable.load(copy, this.width, sql);
   }
 
   /** The table in `file` and the stamp it was written with, or null where there is none of this database and width. */
   private static async read(file: string, width: number, database: string): Promise<SignBitsTable | null> {
+    const found = SignBitsTable.headerOf(file, width);
+    if (found?.stamp.database !== database) return null;
+    const { stamp } = found;
     const fd = openSync(file, 'r');
     try {
-      const header = Buffer.alloc(HEADER_BYTES);
-      if (readSync(fd, header, 0, HEADER_BYTES, 0) !== HEADER_BYTES) return null;
-      const stamp = { passages: header.readDoubleLE(16), last: header.readDoubleLE(24), database: header.toString('latin1', 32, 64).replace(/\0+$/, '') };
-      if (header.toString('latin1', 0, 8) !== FILE_MAGIC || header.readUInt32LE(8) !== width || stamp.database !== database) return null;
-      const table = await SignBitsTable.make(width, header.readUInt32LE(12));
+      const table = await SignBitsTable.make(width, found.count);
       const { ids, files, heap, base, stride } = table.arrays;
-      let at = HEADER_BYTES;
-      for (const part of [new Uint8Array(ids.buffer), new Uint8Array(files.buffer), heap.subarray(base, base + table.count * stride)]) {
-        if (readSync(fd, part, 0, part.length, at) !== part.length) return null;
-        at += part.length;
+      const size = recordBytes(stride);
+      const records = Buffer.alloc(size * Math.min(RECORDS_AT_ONCE, table.count));
+      for (let first = 0; first < table.count; first += RECORDS_AT_ONCE) {
+        const n = Math.min(RECORDS_AT_ONCE, table.count - first);
+        if (readSync(fd, records, 0, n * size, HEADER_BYTES + first * size) !== n * size) return null;
+        for (let i = 0; i < n; i++) {
+          ids[first + i] = records.readDoubleLE(i * size);
+          files[first + i] = records.readInt32LE(i * size + 8);
+          heap.set(records.subarray(i * size + 16, (i + 1) * size), base + (first + i) * stride);
+        }
       }
+      table.persisted = { count: table.count, stamp };
       table.stamp = stamp;
       return table;
     } finally {
@@ -196,30 +243,86 @@ export class SignBitsTable {
     }
   }
 
-  /** Writes the table to `file` (whole, then renamed over it) with its stamp; a failure leaves no file. */
+  /**
+   * Writes the table to `file` with its stamp: the records of the rows added since the file was
+   * written, then the header, where the file holds this table's first rows; else whole, then
+   * renamed over it. A failure leaves the file as it was (or none).
+   */
   save(file: string): void {
-    const stamp = this.stamp;
-    const { ids, files, heap, stride, base } = this.arrays;
-    const header = Buffer.alloc(HEADER_BYTES);
-    header.write(FILE_MAGIC, 0, 'latin1');
-    header.writeUInt32LE(this.width, 8);
-    header.writeUInt32LE(this.count, 12);
-    header.writeDoubleLE(stamp.passages, 16);
-    header.writeDoubleLE(stamp.last, 24);
-    header.write(stamp.database.slice(0, 32), 32, 'latin1');
+    const kept = this.persisted;
+    const onDisk = kept && SignBitsTable.headerOf(file, this.width);
+    if (kept && onDisk && onDisk.count === kept.count && sameStamp(onDisk.stamp, kept.stamp)) {
+      try {
+        const fd = openSync(file, 'r+');
+        try {
+          this.writeRecords(fd, kept.count);
+          writeAll(fd, this.header(), 0);
+        } finally {
+          closeSync(fd);
+        }
+        this.persisted = { count: this.count, stamp: this.stamp };
+        return;
+      } catch {
+        // Written whole below.
+      }
+    }
     const partial = `${file}.partial`;
     try {
       const fd = openSync(partial, 'w');
       try {
-        for (const part of [header, new Uint8Array(ids.buffer), new Uint8Array(files.buffer), heap.subarray(base, base + this.count * stride)]) {
-          for (let at = 0; at < part.length; ) at += writeSync(fd, part, at, part.length - at);
-        }
+        writeAll(fd, this.header(), 0);
+        this.writeRecords(fd, 0);
       } finally {
         closeSync(fd);
       }
       renameSync(partial, file);
+      this.persisted = { count: this.count, stamp: this.stamp };
     } catch {
       rmSync(partial, { force: true });
+    }
+  }
+
+  /** The count and stamp `file`'s header holds for bits of this width, or null. */
+  private static headerOf(file: string, width: number): { count: number; stamp: Stamp } | null {
+    try {
+      const fd = openSync(file, 'r');
+      try {
+        const header = Buffer.alloc(HEADER_BYTES);
+        if (readSync(fd, header, 0, HEADER_BYTES, 0) !== HEADER_BYTES || header.toString('latin1', 0, 8) !== FILE_MAGIC || header.readUInt32LE(8) !== width) return null;
+        return { count: header.readUInt32LE(12), stamp: { passages: header.readDoubleLE(16), last: header.readDoubleLE(24), database: header.toString('latin1', 32, 64).replace(/\0+$/, '') } };
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      return null;
+    }
+  }
+
+  private header(): Buffer {
+    const header = Buffer.alloc(HEADER_BYTES);
+    header.write(FILE_MAGIC, 0, 'latin1');
+    header.writeUInt32LE(this.width, 8);
+    header.writeUInt32LE(this.count, 12);
+    header.writeDoubleLE(this.stamp.passages, 16);
+    header.writeDoubleLE(this.stamp.last, 24);
+    header.write(this.stamp.database.slice(0, 32), 32, 'latin1');
+    return header;
+  }
+
+  /** Writes the records of rows `from` on, in their places. */
+  private writeRecords(fd: number, from: number): void {
+    const { ids, files, heap, base, stride } = this.arrays;
+    const size = recordBytes(stride);
+    const records = Buffer.alloc(size * Math.max(1, Math.min(RECORDS_AT_ONCE, this.count - from)));
+    for (let first = from; first < this.count; first += RECORDS_AT_ONCE) {
+      const n = Math.min(RECORDS_AT_ONCE, this.count - first);
+      records.fill(0);
+      for (let i = 0; i < n; i++) {
+        records.writeDoubleLE(ids[first + i]!, i * size);
+        records.writeInt32LE(files[first + i]!, i * size + 8);
+        records.set(heap.subarray(base + (first + i) * stride, base + (first + i + 1) * stride), i * size + 16);
+      }
+      writeAll(fd, records.subarray(0, n * size), HEADER_BYTES + first * size);
     }
   }
 
@@ -229,23 +332,28 @@ export class SignBitsTable {
    * sign score, best first.
    */
   nearest(q: Float32Array, length: number, allowed?: (file: number) => boolean): Shortlisted[] {
-    const { stride, query, base, out } = this.layout;
+    const { stride, query, base, out, hist, rows } = this.layout;
     const heap = new Uint8Array(this.memory.buffer);
     heap.fill(0, query, query + stride);
     for (let i = 0; i < q.length; i++) if (q[i]! > 0) heap[query + (i >> 3)]! |= 0x80 >> (i & 7);
-    this.hamming(query, base, this.count, stride, out);
+    const histogram = new Uint32Array(this.memory.buffer, hist, this.width + 1).fill(0);
+    this.kernel.hamming(query, base, this.count, stride, out, hist);
     const distance = new Uint16Array(this.memory.buffer, out, this.count);
+    // Of the files a filter leaves, counted again here (the kernel counted every passage).
     const keep = allowed ? Uint8Array.from(this.files, (f) => (allowed(f) ? 1 : 0)) : null;
+    if (keep) {
+      histogram.fill(0);
+      for (let i = 0; i < this.count; i++) if (keep[i]) histogram[distance[i]!]!++;
+    }
     // Distances are whole numbers up to the width: counted, the length-th nearest's is the cut.
-    const histogram = new Uint32Array(this.width + 2);
-    for (let i = 0; i < this.count; i++) if (!keep || keep[i]) histogram[distance[i]!]!++;
     let cut = 0;
-    for (let taken = 0; cut <= this.width && taken + histogram[cut]! < length; cut++) taken += histogram[cut]!;
+    for (let taken = 0; cut < this.width && taken + histogram[cut]! < length; cut++) taken += histogram[cut]!;
+    const collected = this.kernel.collect(out, this.count, cut, rows);
     const sums = signSums(q);
     const bytes = Math.ceil(this.width / 8);
     const found: Shortlisted[] = [];
-    for (let i = 0; i < this.count; i++) {
-      if (distance[i]! > cut || (keep && !keep[i])) continue;
+    for (const i of new Int32Array(this.memory.buffer, rows, collected)) {
+      if (keep && !keep[i]) continue;
       let sign = 0;
       for (let j = 0, at = base + i * stride; j < bytes; j++) sign += sums[j * 256 + heap[at + j]!]!;
       found.push({ id: String(this.ids[i]), sign });

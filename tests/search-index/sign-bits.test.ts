@@ -2,7 +2,7 @@
 // assembled, and the in-memory scan of every passage's sign bits, read from a real PGlite by a
 // binary COPY, gives exactly the nearest by Hamming distance (a plain JavaScript count beside it),
 // ordered by the query's sign score, within the files a filter leaves.
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -83,9 +83,12 @@ describe('the sign bits held in memory', () => {
     expect((await SignBitsTable.load(copy, 64)).nearest(new Float32Array(64).fill(1), 10)).toHaveLength(5);
   });
 
-  it('refuses bits of another width than the index\'s, not reading them wrong', async () => {
+  it('refuses bits of another width than the index\'s, or cut short, not reading them wrong', async () => {
     await passagesOf(64, 3, 1, random(3));
     await expect(SignBitsTable.load(copy, 128)).rejects.toThrow(/not as written/);
+    await expect(SignBitsTable.load(copy, 8)).rejects.toThrow(/not as written/);
+    const whole = await copy('select id, file_id, bits from lexembed_passages');
+    for (const cut of [whole.length - 1, whole.length - 40]) await expect(SignBitsTable.load(async () => whole.subarray(0, cut), 64)).rejects.toThrow(/not as written/);
   });
 
   it('a byte\'s sums: each of its 256 values the query\'s values with their signs', () => {
@@ -132,15 +135,21 @@ describe('an index\'s sign bits through its runs (the file beside its database, 
     expect((await top(index, 'who feeds the elephants in the zoo'))[0]).not.toMatch(/^elephants/);
     expect(existsSync(file)).toBe(true);
     const before = readFileSync(file);
+    const inode = statSync(file).ino;
     writeFileSync(join(dir, 'docs', 'elephants.txt'), NEW);
     const report = await index.update([join(dir, 'docs')]);
     expect(report.added).toEqual(['elephants.txt']);
     const asked = await top(index, 'who feeds the elephants in the zoo');
     expect(asked[0]).toBe('elephants.txt#0');
-    expect(readFileSync(file).equals(before)).toBe(false);
+    // The new passage's record appended to the same file, its header written after.
+    const after = readFileSync(file);
+    expect(statSync(file).ino).toBe(inode);
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(after.subarray(64, before.length).equals(before.subarray(64))).toBe(true);
     await index.close();
-    // Read from the file, or from the database when the file is gone or is garbage: the same hits.
-    for (const prepare of [() => {}, () => unlinkSync(file), () => writeFileSync(file, 'not sign bits')]) {
+    // Read from the file (also with bytes after its last record: a run killed before it wrote the
+    // header), or from the database when the file is gone or is garbage: the same hits.
+    for (const prepare of [() => {}, () => appendFileSync(file, Buffer.alloc(1000, 7)), () => unlinkSync(file), () => writeFileSync(file, 'not sign bits')]) {
       prepare();
       index = await openIndex(location, { embedder, create: false });
       expect(await top(index, 'who feeds the elephants in the zoo')).toEqual(asked);
@@ -156,8 +165,10 @@ describe('an index\'s sign bits through its runs (the file beside its database, 
     copyFileSync(file, join(dir, 'old-sign-bits'));
     unlinkSync(join(dir, 'docs', 'clause-1.txt'));
     writeFileSync(join(dir, 'docs', 'clause-1b.txt'), 'The carrier shall ship the copper wire to the Antwerp depot by rail.');
+    const inode = statSync(file).ino;
     const report = await index.update([join(dir, 'docs')]);
     expect(report).toMatchObject({ added: ['clause-1b.txt'], removed: ['clause-1.txt'] });
+    expect(statSync(file).ino).not.toBe(inode); // written whole again: a passage was dropped
     await index.close();
     copyFileSync(join(dir, 'old-sign-bits'), file);
     index = await openIndex(location, { embedder, create: false });
