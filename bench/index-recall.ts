@@ -4,10 +4,9 @@
 // law, statutes, contracts…), all in one index, searched with the dev set's questions:
 //   - each list of the index (dense: every passage's sign bits scanned in memory + int8
 //     rescoring, and pgvector's HNSW graph over the bits in its place where the index has one, as
-//     a server's has; sparse: the GIN's
-//     candidates scored by the idf-weighted dot product) against the exact ranking of the same
-//     vectors in memory (float cosine over every passage; the sparse dot product over every
-//     passage): overlap of the top 10 and of the top 100;
+//     a server's has; sparse: the GIN's candidates scored by the idf-weighted dot product)
+//     against the exact ranking of the same vectors in memory (float cosine over every passage;
+//     the sparse dot product over every passage): overlap of the top 10 and of the top 100;
 //   - mean nDCG@10 through the index against the exact rankings' (per mode), with the distractors
 //     in the corpus (harder than bench:index-quality's one task at a time);
 //   - query latency p50 / p99 per mode, the query's embedding excluded (it is the same for all).
