@@ -32,7 +32,7 @@ export async function searchIndexCommand(location: string, query: string, config
     ? await searchRemote(location, query, options, config, err)
     : await withIndex('lexembed search', location, config, { create: false }, (index) => index.search(query, options));
   if (config.json) out(JSON.stringify(hits.map((h) => ({ ...h, excerpt: excerptOf(h.text, query) }))));
-  else if (!hits.length) out(config.offset ? `no passages after the first ${config.offset}` : `no passages match${config.file || config.document ? ' in the files asked for' : ''}`);
+  else if (!hits.length) out(config.offset ? `no passages after the first ${config.offset}` : config.file || config.document ? `no passages match in the files asked for (${config.document ? `--document ${config.document}` : `--file ${config.file}`}: no file of the index by that path? files are named by their path under the folder indexed, as the hits of a search without it show)` : 'no passages match');
   else for (const h of hits) out(describeHit(h, query));
   return 0;
 }

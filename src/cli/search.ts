@@ -28,7 +28,7 @@ export const SEARCH_OPTIONS = {
   document: { value: z.string(), default: '', help: 'an index: only this file (its path as lexembed index lists it)' },
   rerank: flag({ help: "reorder the best --candidates by cosine with the model's reranker (POST /v1/rerankings' scores)" }),
   candidates: { value: integerIn(1, 1000), default: '50', help: 'with --rerank: how many of the best by cosine the reranker reads' },
-  json: flag({ help: 'print the hits as one JSON array (rank, score, id, chunk, start, end, page/paragraph/line, text)' }),
+  json: flag({ help: 'print the hits as one JSON array: of an index, each with rank, score, dense, sparse, passageId, file, chunk, start, end, unit ({name, first, last}), text, excerpt; of an embed output, rank, score, id, chunk, start, end, page/paragraph/line, text, excerpt' }),
   model: { value: z.string().min(1), env: 'LEXEMBED_MODEL', default: BUNDLED_MODEL_DIR, help: 'local model folder: the one the output was embedded with' },
   ...DEVICE_OPTIONS,
   remote: {
@@ -125,7 +125,8 @@ function isIndexLocation(location: string, remote: string): boolean {
 
 /** OUT.meta.json, or a UsageError saying why the output cannot be searched. */
 export function readMeta(index: string): IndexMeta {
-  if (!existsSync(index)) throw new UsageError(`lexembed search: no such file: ${index} (the --output of lexembed embed)`);
+  if (!existsSync(index) && /\.jsonl$/i.test(index)) throw new UsageError(`lexembed search: no such file: ${index} (the --output of lexembed embed)`);
+  if (!existsSync(index)) throw new UsageError(`lexembed search: no index (or output of lexembed embed) at ${index}: make an index with npx lexembed index <folder of documents> --index ${index}, or give the folder or postgres:// URL of one`);
   const path = metaPathOf(index);
   if (!existsSync(path)) throw new UsageError(`lexembed search: ${index} has no ${path} saying which model made it; search outputs written by lexembed embed`);
   try {

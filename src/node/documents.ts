@@ -3,7 +3,7 @@
 // file one row whose id is its path, its text extracted once per run (src/documents/extract.ts)
 // with where each page, paragraph or line starts. A file that cannot be read is a bad row naming
 // the file and why (--on-error decides), never a crash.
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { DocumentError, extractDocument, isDocumentName, sniffDocument, UNREADABLE_DOCUMENT_EXTENSIONS, type DocumentUnit, type ExtractedDocument } from '../documents/extract.ts';
 import { messageOf } from '../util/message-of.ts';
@@ -19,9 +19,13 @@ export type DocumentRow =
   | { line: number; id: string; rawId: string; text: string; unit: DocumentUnit; starts: readonly number[] }
   | { line: number; error: string; where: string };
 
+/** The file that marks a folder as a lexembed index (search-index/location.ts MARKER_FILE). */
+const INDEX_MARKER = 'lexembed-index.json';
+
 /**
  * The document files under `inputs` (folders, walked recursively, or files), sorted by id;
- * hidden files and folders are left out, and so are files of other kinds (counted in `ignored`).
+ * hidden files and folders are left out, and so are a lexembed index's folders (an index kept
+ * inside the folder it indexes) and files of other kinds (counted in `ignored`).
  */
 export function listDocuments(inputs: readonly string[]): { files: DocumentFile[]; ignored: string[] } {
   const files: DocumentFile[] = [];
@@ -35,6 +39,8 @@ export function listDocuments(inputs: readonly string[]): { files: DocumentFile[
       for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
         if (entry.name.startsWith('.')) continue;
         const path = join(dir, entry.name);
+        // A lexembed index's own folder (its marker, search-index/location.ts) holds no documents.
+        if (entry.isDirectory() && existsSync(join(path, INDEX_MARKER))) continue;
         if (entry.isDirectory()) walk(path);
         else if (entry.isFile() && isDocumentName(entry.name)) files.push({ id: relative(input, path).split(sep).join('/'), path });
         else if (entry.isFile()) ignored.push(path);

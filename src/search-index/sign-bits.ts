@@ -49,14 +49,16 @@ async function passagesStamp(sql: SqlQuery): Promise<Stamp> {
 
 const sameStamp = (a: Stamp, b: Stamp) => a.database === b.database && a.passages === b.passages && a.last === b.last;
 
-const FILE_MAGIC = 'LXSBITS3';
+const FILE_MAGIC = 'LXSBITS4';
 /**
  * The file's header: FILE_MAGIC, the width and count (u32), the passages and last id (f64), the
- * database (32 bytes of text); then a record per passage: its id (f64), file (i32), 4 bytes unused
- * and its bits (stride bytes). A run that only added passages appends their records and then
- * writes the header: a run killed between the two leaves the file as it was, its count unchanged.
+ * database (32 bytes of text), the records' checksum (u32, recordsChecksum) and 4 bytes unused;
+ * then a record per passage: its id (f64), file (i32), 4 bytes unused and its bits (stride bytes).
+ * A run that only added passages appends their records and then writes the header: a run killed
+ * between the two leaves the file as it was, its count unchanged. A file whose records do not
+ * give the header's checksum (damaged on disk) is read again from the database.
  */
-const HEADER_BYTES = 64;
+const HEADER_BYTES = 72;
 const recordBytes = (stride: number) => 16 + stride;
 /** Records read or written at a time. */
 const RECORDS_AT_ONCE = 4096;
@@ -65,6 +67,17 @@ const SELECT_ROWS = 'select id, file_id, bits from lexembed_passages';
 
 /** Rows read by one COPY (SignBitsTable.load). */
 const COPY_RANGE = 100_000;
+
+/**
+ * A checksum of records (each 32-bit word times its place among all the records' words, summed
+ * modulo 2^32) continued from `sum` for records that start at word `first`: appended records
+ * continue the sum of those before them.
+ */
+function recordsChecksum(records: Uint8Array, first: number, sum: number): number {
+  const words = new Uint32Array(records.buffer, records.byteOffset, records.byteLength >> 2);
+  for (let i = 0; i < words.length; i++) sum = (sum + Math.imul(words[i]!, first + i + 1)) >>> 0;
+  return sum;
+}
 
 /** Writes all of `data` at `position`. */
 function writeAll(fd: number, data: Uint8Array, position: number): void {
@@ -127,7 +140,7 @@ export class SignBitsTable {
   /** The passages it holds (set when it is read). */
   stamp: Stamp = { database: '', passages: -1, last: -1 };
   /** How many of its first rows the file holds as its records, under which stamp (null: the file is to be written whole). */
-  private persisted: { readonly count: number; readonly stamp: Stamp } | null = null;
+  private persisted: { readonly count: number; readonly stamp: Stamp; readonly checksum: number } | null = null;
 
   private constructor(
     readonly width: number,
@@ -226,16 +239,19 @@ export class SignBitsTable {
       const { ids, files, heap, base, stride } = table.arrays;
       const size = recordBytes(stride);
       const records = Buffer.alloc(size * Math.min(RECORDS_AT_ONCE, table.count));
+      let checksum = 0;
       for (let first = 0; first < table.count; first += RECORDS_AT_ONCE) {
         const n = Math.min(RECORDS_AT_ONCE, table.count - first);
         if (readSync(fd, records, 0, n * size, HEADER_BYTES + first * size) !== n * size) return null;
+        checksum = recordsChecksum(records.subarray(0, n * size), (first * size) >> 2, checksum);
         for (let i = 0; i < n; i++) {
           ids[first + i] = records.readDoubleLE(i * size);
           files[first + i] = records.readInt32LE(i * size + 8);
           heap.set(records.subarray(i * size + 16, (i + 1) * size), base + (first + i) * stride);
         }
       }
-      table.persisted = { count: table.count, stamp };
+      if (checksum !== found.checksum) return null;
+      table.persisted = { count: table.count, stamp, checksum };
       table.stamp = stamp;
       return table;
     } finally {
@@ -251,16 +267,16 @@ export class SignBitsTable {
   save(file: string): void {
     const kept = this.persisted;
     const onDisk = kept && SignBitsTable.headerOf(file, this.width);
-    if (kept && onDisk && onDisk.count === kept.count && sameStamp(onDisk.stamp, kept.stamp)) {
+    if (kept && onDisk && onDisk.count === kept.count && onDisk.checksum === kept.checksum && sameStamp(onDisk.stamp, kept.stamp)) {
       try {
         const fd = openSync(file, 'r+');
         try {
-          this.writeRecords(fd, kept.count);
-          writeAll(fd, this.header(), 0);
+          const checksum = this.writeRecords(fd, kept.count, kept.checksum);
+          writeAll(fd, this.header(checksum), 0);
+          this.persisted = { count: this.count, stamp: this.stamp, checksum };
         } finally {
           closeSync(fd);
         }
-        this.persisted = { count: this.count, stamp: this.stamp };
         return;
       } catch {
         // Written whole below.
@@ -269,27 +285,28 @@ export class SignBitsTable {
     const partial = `${file}.partial`;
     try {
       const fd = openSync(partial, 'w');
+      let checksum: number;
       try {
-        writeAll(fd, this.header(), 0);
-        this.writeRecords(fd, 0);
+        checksum = this.writeRecords(fd, 0, 0);
+        writeAll(fd, this.header(checksum), 0);
       } finally {
         closeSync(fd);
       }
       renameSync(partial, file);
-      this.persisted = { count: this.count, stamp: this.stamp };
+      this.persisted = { count: this.count, stamp: this.stamp, checksum };
     } catch {
       rmSync(partial, { force: true });
     }
   }
 
   /** The count and stamp `file`'s header holds for bits of this width, or null. */
-  private static headerOf(file: string, width: number): { count: number; stamp: Stamp } | null {
+  private static headerOf(file: string, width: number): { count: number; stamp: Stamp; checksum: number } | null {
     try {
       const fd = openSync(file, 'r');
       try {
         const header = Buffer.alloc(HEADER_BYTES);
         if (readSync(fd, header, 0, HEADER_BYTES, 0) !== HEADER_BYTES || header.toString('latin1', 0, 8) !== FILE_MAGIC || header.readUInt32LE(8) !== width) return null;
-        return { count: header.readUInt32LE(12), stamp: { passages: header.readDoubleLE(16), last: header.readDoubleLE(24), database: header.toString('latin1', 32, 64).replace(/\0+$/, '') } };
+        return { count: header.readUInt32LE(12), stamp: { passages: header.readDoubleLE(16), last: header.readDoubleLE(24), database: header.toString('latin1', 32, 64).replace(/\0+$/, '') }, checksum: header.readUInt32LE(64) };
       } finally {
         closeSync(fd);
       }
@@ -298,8 +315,9 @@ export class SignBitsTable {
     }
   }
 
-  private header(): Buffer {
+  private header(checksum: number): Buffer {
     const header = Buffer.alloc(HEADER_BYTES);
+    header.writeUInt32LE(checksum, 64);
     header.write(FILE_MAGIC, 0, 'latin1');
     header.writeUInt32LE(this.width, 8);
     header.writeUInt32LE(this.count, 12);
@@ -309,8 +327,8 @@ export class SignBitsTable {
     return header;
   }
 
-  /** Writes the records of rows `from` on, in their places. */
-  private writeRecords(fd: number, from: number): void {
+  /** Writes the records of rows `from` on, in their places; their checksum continued from `sum` (that of the records before them). */
+  private writeRecords(fd: number, from: number, sum: number): number {
     const { ids, files, heap, base, stride } = this.arrays;
     const size = recordBytes(stride);
     const records = Buffer.alloc(size * Math.max(1, Math.min(RECORDS_AT_ONCE, this.count - from)));
@@ -322,8 +340,10 @@ export class SignBitsTable {
         records.writeInt32LE(files[first + i]!, i * size + 8);
         records.set(heap.subarray(base + (first + i) * stride, base + (first + i + 1) * stride), i * size + 16);
       }
+      sum = recordsChecksum(records.subarray(0, n * size), (first * size) >> 2, sum);
       writeAll(fd, records.subarray(0, n * size), HEADER_BYTES + first * size);
     }
+    return sum;
   }
 
   /**

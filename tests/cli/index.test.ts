@@ -74,6 +74,8 @@ describe('lexembed index, then lexembed search', () => {
     const search = await runCli(['search', index, 'Can either party terminate for convenience?', '--top', '3', ...MODEL]);
     expect(search.code).toBe(0);
     expect(search.stdout).toMatch(/^1\. \d\.\d{3} {2}contract-02\.pdf, pages? [\d–]+, passage 1\n {3}"… 3\. TERMINATION FOR CONVENIENCE\. Either party may terminate this Agreement for convenience/);
+    const none = await runCli(['search', index, 'governing law', '--document', 'no-such-contract.pdf', ...MODEL]);
+    expect([none.code, none.stdout]).toEqual([0, expect.stringContaining('no passages match in the files asked for (--document no-such-contract.pdf: no file of the index by that path?')]);
     const json = JSON.parse((await runCli(['search', index, 'governing law', '--json', '--top', '2', '--file', '*.md', ...MODEL])).stdout) as { file: string; excerpt: string; dense: number; sparse: number }[];
     expect(json).toHaveLength(2);
     expect(json[0]).toMatchObject({ file: 'contract-01.md', excerpt: expect.stringContaining('GOVERNING LAW. This Agreement is governed by the laws of the State of New York') });
@@ -83,7 +85,7 @@ describe('lexembed index, then lexembed search', () => {
     const docs = join(dir, 'few');
     await writeContracts(docs, 1);
     const cases: [string[], RegExp][] = [
-      [['search', join(dir, 'missing.index'), 'rent'], /no such file: .*missing\.index/],
+      [['search', join(dir, 'missing.index'), 'rent'], /no index \(or output of lexembed embed\) at .*missing\.index: make an index with npx lexembed index <folder of documents> --index /],
       [['search', mkdtempSync(join(dir, 'empty-')), 'rent', '--dense-only', '--sparse-only'], /--dense-only or --sparse-only, not both/],
       [['search', mkdtempSync(join(dir, 'empty-')), 'rent'], /no index at .*make one with lexembed index/],
       [['index', docs, '--index', docs], /is not a lexembed index .* not empty/],
