@@ -158,7 +158,7 @@ const overlap = (a: readonly number[], b: readonly number[], k: number) => {
 // The dense shortlist as the embedded index makes it (every passage's sign bits scanned in memory),
 // beside pgvector's HNSW graph (what a PostgreSQL server's index searches), same questions.
 const loading = performance.now();
-const table = await SignBitsTable.load(sql.copyOut!.bind(sql), settings.dimensions);
+const table = await SignBitsTable.load(sql, sql.copyOut!.bind(sql), settings.dimensions);
 console.log(`sign bits of ${table.count.toLocaleString('en')} passages read in ${((performance.now() - loading) / 1000).toFixed(2)} s`);
 const shortlists: { name: string; table: SignBitsTable | undefined }[] = [
   { name: 'scan', table },

@@ -11,7 +11,7 @@ import { messageOf } from '../util/message-of.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
 import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
-import { addContextTermsIndex, buildDenseGraph, checkSameVectors, dropDenseGraph, ensureSchema, hasContextTermsIndex, hasDenseGraph, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
+import { addContextTermsIndex, buildDenseGraph, checkSameVectors, ensureSchema, hasContextTermsIndex, hasDenseGraph, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
 import { signBitsOfIndex, type SignBitsTable } from './sign-bits.ts';
 import type { Sql } from './sql.ts';
@@ -19,7 +19,6 @@ import { settleWrites } from './store.ts';
 import { updateIndex, type UpdateEvent, type UpdateReport } from './update.ts';
 
 export { IndexError } from './schema.ts';
-export { SIGN_BITS_FILE } from './sign-bits.ts';
 export type { SearchHit, SearchMode, SearchOptions } from './search.ts';
 export type { UpdateEvent, UpdateReport } from './update.ts';
 
@@ -167,11 +166,11 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
 
 /**
  * A server index: builds the dense graph a first load (or one cut off) left to the end, saying so
- * first (it takes minutes at a million passages). An embedded index: drops the graph one made
- * before lexembed scanned the bits in memory kept (it would cost every write, and its space).
+ * first (it takes minutes at a million passages). An embedded index has none (update.ts drops one
+ * made before, ahead of its writes).
  */
 async function completeDenseGraph(sql: Sql, onEvent?: (e: UpdateEvent) => void): Promise<void> {
-  if (sql.engine === 'pglite') return dropDenseGraph(sql);
+  if (sql.engine === 'pglite') return;
   if (await hasDenseGraph(sql)) return;
   const [row] = await sql.query<{ n: number }>('select count(*)::int as n from lexembed_passages');
   onEvent?.({ kind: 'graph', passages: row?.n ?? 0 });

@@ -132,7 +132,8 @@ export async function searchPassages(
     const scoped = layout.contexts && mode !== 'dense' && !options.document && options.documentContext !== false;
     const finding = layout.contextTerms ? terms.selective : null;
     const named = scoped ? await namedFiles(tx, weighted, query.sparse, finding, fileClause(options, finding ? 2 : 1)) : [];
-    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, 1), { named, rest: query.rest }, signBits);
+    // The graph's query takes the filter's parameters after the query's bits; the scan's, alone.
+    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, signBits ? 0 : 1), { named, rest: query.rest }, signBits);
     const sparse = mode === 'dense' ? null : await sparseList(tx, { query: query.sparse, weighted, idf, vocabularySize, finders: terms.finders, named, table: layout.sparseTable }, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
@@ -260,7 +261,7 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
 async function scannedShortlist(tx: SqlQuery, table: SignBitsTable, q: Float32Array, shortlist: number, filter: Filter): Promise<{ id: string; s: number }[]> {
   let allowed: ((file: number) => boolean) | undefined;
   if (filter.where) {
-    const files = new Set((await tx.query<{ id: number }>(`select f.id from lexembed_files f ${filter.where.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) - 1}`)}`, filter.params)).map((r) => r.id));
+    const files = new Set((await tx.query<{ id: number }>(`select f.id from lexembed_files f ${filter.where}`, filter.params)).map((r) => r.id));
     allowed = (file) => files.has(file);
   }
   return table.nearest(q, shortlist, allowed).map((p) => ({ id: p.id, s: p.sign }));
@@ -305,9 +306,6 @@ export function signScorer(q: Float32Array): (base64: string) => number {
     return sum;
   };
 }
-
-/** signScorer for one passage. */
-export const signDot = (q: Float32Array, base64: string): number => signScorer(q)(base64);
 
 const int8Of = (base64: string) => {
   const bytes = Buffer.from(base64, 'base64');

@@ -65,7 +65,7 @@ const RECORDS_AT_ONCE = 4096;
 
 const SELECT_ROWS = 'select id, file_id, bits from lexembed_passages';
 
-/** Rows read by one COPY (SignBitsTable.load). */
+/** Passage ids read by one COPY (rowsAfter). */
 const COPY_RANGE = 100_000;
 
 /**
@@ -82,6 +82,28 @@ function recordsChecksum(records: Uint8Array, first: number, sum: number): numbe
 /** Writes all of `data` at `position`. */
 function writeAll(fd: number, data: Uint8Array, position: number): void {
   for (let at = 0; at < data.length; ) at += writeSync(fd, data, at, data.length - at, position + at);
+}
+
+/**
+ * The rows of the passages with ids above `after`, read COPY_RANGE ids at a time: a COPY's rows are
+ * gathered in PGlite's own memory, which never shrinks (a million passages read in one COPY left
+ * 0.6 GB more resident).
+ */
+async function rowsAfter(sql: SqlQuery, copy: Copy, width: number, after: number): Promise<ReturnType<typeof copiedRows>> {
+  const [range] = await sql.query<{ first: string | null; last: string | null }>('select min(id)::text as first, max(id)::text as last from lexembed_passages where id > $1', [after]);
+  const parts: ReturnType<typeof copiedRows>[] = [];
+  for (let from = Number(range?.first ?? 1), last = Number(range?.last ?? 0); from <= last; from += COPY_RANGE) {
+    parts.push(copiedRows(await copy(`${SELECT_ROWS} where id >= ${from} and id < ${from + COPY_RANGE}`), width));
+  }
+  return {
+    count: parts.reduce((n, p) => n + p.count, 0),
+    into(table, at) {
+      for (const part of parts) {
+        part.into(table, at);
+        at += part.count;
+      }
+    },
+  };
 }
 
 /** hamming.wat's functions. */
@@ -169,21 +191,14 @@ export class SignBitsTable {
   }
 
   /**
-   * Every passage's id, file and sign bits read from the database in one binary COPY (113,697
-   * passages in 0.36 s here with the table's pages in memory, 2.6-4.2 s from disk: the bits are in
+   * Every passage's id, file and sign bits read from the database by binary COPY (rowsAfter; 113,697
+   * passages in 0.4-0.8 s here with the table's files cached, 2.6-4.2 s from disk: the bits are in
    * the passages' rows, beside their text and int8 vectors).
    */
-  static async load(copy: Copy, width: number, sql?: SqlQuery): Promise<SignBitsTable> {
-    // A COPY's rows are gathered in PGlite's own memory, which never shrinks: read in ranges of
-    // ids, a million passages left 0.6 GB more resident read in one.
-    const [range] = sql ? await sql.query<{ first: string | null; last: string | null }>('select min(id)::text as first, max(id)::text as last from lexembed_passages') : [];
-    const first = Number(range?.first ?? 0);
-    const last = Number(range?.last ?? 0);
-    const parts: ReturnType<typeof copiedRows>[] = [];
-    if (!sql) parts.push(copiedRows(await copy(SELECT_ROWS), width));
-    else for (let from = first; from <= last; from += COPY_RANGE) parts.push(copiedRows(await copy(`${SELECT_ROWS} where id >= ${from} and id < ${from + COPY_RANGE}`), width));
-    const table = await SignBitsTable.make(width, parts.reduce((n, p) => n + p.count, 0));
-    for (let i = 0, at = 0; i < parts.length; at += parts[i]!.count, i++) parts[i]!.into(table, at);
+  static async load(sql: SqlQuery, copy: Copy, width: number): Promise<SignBitsTable> {
+    const rows = await rowsAfter(sql, copy, width, 0);
+    const table = await SignBitsTable.make(width, rows.count);
+    rows.into(table, 0);
     return table;
   }
 
@@ -198,7 +213,7 @@ export class SignBitsTable {
     const stamp = await passagesStamp(sql);
     const found = held?.stamp.database === stamp.database ? held : await SignBitsTable.read(file, width, stamp.database).catch(() => null);
     if (found && sameStamp(found.stamp, stamp)) return found;
-    const table = found ? await found.refreshed(sql, copy, stamp) : await SignBitsTable.load(copy, width, sql);
+    const table = found ? await found.refreshed(sql, copy, stamp) : await SignBitsTable.load(sql, copy, width);
     table.stamp = stamp;
     table.save(file);
     return table;
@@ -208,7 +223,7 @@ export class SignBitsTable {
   private async refreshed(sql: SqlQuery, copy: Copy, now: Stamp): Promise<SignBitsTable> {
     const files = new Set((await sql.query<{ id: number }>('select id from lexembed_files')).map((r) => r.id));
     const last = this.ids.reduce((a, b) => Math.max(a, b), 0);
-    const added = copiedRows(await copy(`${SELECT_ROWS} where id > ${last}`), this.width);
+    const added = await rowsAfter(sql, copy, this.width, last);
     let kept = 0;
     for (let i = 0; i < this.count; i++) if (files.has(this.files[i]!)) kept++;
     const table = await SignBitsTable.make(this.width, kept + added.count);
@@ -225,7 +240,7 @@ export class SignBitsTable {
     // Nothing dropped: the file's records are still this table's first rows.
     if (kept === this.count) table.persisted = this.persisted;
     const newest = table.ids.reduce((a, b) => Math.max(a, b), 0);
-    return table.count === now.passages && newest === now.last ? table : SignBitsTable.load(copy, this.width, sql);
+    return table.count === now.passages && newest === now.last ? table : SignBitsTable.load(sql, copy, this.width);
   }
 
   /** The table in `file` and the stamp it was written with, or null where there is none of this database and width. */

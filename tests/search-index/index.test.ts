@@ -15,7 +15,7 @@ import type { Sql } from '../../src/search-index/sql.ts';
 import { indexModelOf } from '../../src/search-index/model.ts';
 import { cutLog, insertFile, type NewPassage, vacuumCounts } from '../../src/search-index/store.ts';
 import { buildDenseGraph, ensureSchema, hasDenseGraph, SCHEMA_VERSION } from '../../src/search-index/schema.ts';
-import { signDot } from '../../src/search-index/search.ts';
+import { signScorer } from '../../src/search-index/search.ts';
 import { makePdf } from '../support/documents.ts';
 import { contractText, TOPICS, writeContracts } from '../support/contracts.ts';
 
@@ -471,7 +471,7 @@ describe('the dense shortlist\'s sign score', () => {
         const bits = Array.from({ length: width }, (_, i) => (Math.cos(3 * i) > 0 ? '1' : '0')).join('');
         const [row] = await sql.query<{ b: string }>(`select encode(varbit_send($1::bit(${width})), 'base64') as b`, [bits]);
         const expected = [...bits].reduce((sum, bit, i) => sum + (bit === '1' ? q[i]! : -q[i]!), 0);
-        expect(signDot(q, row!.b)).toBeCloseTo(expected, 5);
+        expect(signScorer(q)(row!.b)).toBeCloseTo(expected, 5);
       }
     } finally {
       await sql.close();

@@ -11,11 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import wabtInit from 'wabt';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { loadModelFolder, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { openIndex, SIGN_BITS_FILE, type SearchIndex } from '../../src/search-index/index.ts';
+import { openIndex, type SearchIndex } from '../../src/search-index/index.ts';
 import { openLocation } from '../../src/search-index/location.ts';
-import { HAMMING_WASM, SignBitsTable, signBitsOfIndex, signSums } from '../../src/search-index/sign-bits.ts';
+import { HAMMING_WASM, SIGN_BITS_FILE, SignBitsTable, signBitsOfIndex, signSums } from '../../src/search-index/sign-bits.ts';
 
 let db: PGlite;
+const sql = { query: async <T,>(text: string, params?: readonly unknown[]) => (await db.query<T>(text, params as unknown[])).rows };
 const copy = async (select: string) => new Uint8Array(await (await db.query(`copy (${select}) to '/dev/blob' with (format binary)`)).blob!.arrayBuffer());
 
 beforeAll(async () => {
@@ -56,7 +57,7 @@ describe('the sign bits held in memory', () => {
     it(`finds exactly the nearest by Hamming distance, ties included, best sign score first (${width} bits)`, async () => {
       const next = random(width);
       const rows = await passagesOf(width, 3000, 40, next);
-      const table = await SignBitsTable.load(copy, width);
+      const table = await SignBitsTable.load(sql, copy, width);
       expect(table.count).toBe(rows.length);
       const q = Float32Array.from({ length: width }, () => next() - 0.5);
       const distance = (bits: string) => [...bits].filter((b, i) => (b === '1') !== q[i]! > 0).length;
@@ -78,17 +79,17 @@ describe('the sign bits held in memory', () => {
 
   it('an empty index, and fewer passages than asked for', async () => {
     await passagesOf(64, 0, 1, random(1));
-    expect((await SignBitsTable.load(copy, 64)).nearest(new Float32Array(64).fill(1), 10)).toEqual([]);
+    expect((await SignBitsTable.load(sql, copy, 64)).nearest(new Float32Array(64).fill(1), 10)).toEqual([]);
     await passagesOf(64, 5, 1, random(2));
-    expect((await SignBitsTable.load(copy, 64)).nearest(new Float32Array(64).fill(1), 10)).toHaveLength(5);
+    expect((await SignBitsTable.load(sql, copy, 64)).nearest(new Float32Array(64).fill(1), 10)).toHaveLength(5);
   });
 
   it('refuses bits of another width than the index\'s, or cut short, not reading them wrong', async () => {
     await passagesOf(64, 3, 1, random(3));
-    await expect(SignBitsTable.load(copy, 128)).rejects.toThrow(/not as written/);
-    await expect(SignBitsTable.load(copy, 8)).rejects.toThrow(/not as written/);
+    await expect(SignBitsTable.load(sql, copy, 128)).rejects.toThrow(/not as written/);
+    await expect(SignBitsTable.load(sql, copy, 8)).rejects.toThrow(/not as written/);
     const whole = await copy('select id, file_id, bits from lexembed_passages');
-    for (const cut of [whole.length - 1, whole.length - 40]) await expect(SignBitsTable.load(async () => whole.subarray(0, cut), 64)).rejects.toThrow(/not as written/);
+    for (const cut of [whole.length - 1, whole.length - 40]) await expect(SignBitsTable.load(sql, async () => whole.subarray(0, cut), 64)).rejects.toThrow(/not as written/);
   });
 
   it('a byte\'s sums: each of its 256 values the query\'s values with their signs', () => {
