@@ -13,6 +13,7 @@ import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
 import { addContextTermsIndex, buildDenseGraph, checkSameVectors, ensureSchema, hasContextTermsIndex, hasDenseGraph, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
+import { openPostings, type SparsePostings } from './postings.ts';
 import { signBitsOfIndex, type SignBitsTable } from './sign-bits.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
@@ -91,15 +92,16 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
 }
 
 function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSettings; layout: IndexLayout } | null, made: () => Promise<IndexSettings>): SearchIndex {
-  // The embedded index's sign bits, read at its first search (from the file beside its database
-  // that the last process to read them left, else from the database) and again after each update.
-  let signBits: Promise<SignBitsTable | undefined> | null = null;
-  const signBitsOf = (settings: IndexSettings) => {
-    signBits ??= signBitsOfIndex(sql, settings.dimensions).catch((error: unknown) => {
-      signBits = null;
-      throw new IndexError(`cannot read the passages' sign bits of the index at ${sql.where} (${messageOf(error)}): it may be damaged; remove it and run lexembed index again`);
+  // The embedded index's sign bits and sparse postings, read at its first search (from the files
+  // beside its database that the last process to read them left, else from the database) and
+  // again after each update.
+  let inMemory: Promise<InMemory | undefined> | null = null;
+  const inMemoryOf = (now: { settings: IndexSettings; layout: IndexLayout }) => {
+    inMemory ??= inMemoryOfIndex(sql, now).catch((error: unknown) => {
+      inMemory = null;
+      throw new IndexError(`cannot read the passages' sign bits or sparse postings of the index at ${sql.where} (${messageOf(error)}): it may be damaged; remove it and run lexembed index again`);
     });
-    return signBits;
+    return inMemory;
   };
   return {
     where: sql.where,
@@ -109,8 +111,8 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       const settings = await made();
       // Searches while files are written read the bits afresh; after the run, the bits held (or
       // the folder's file of them) are brought up to date and written for the next process.
-      const held = signBits;
-      signBits = null;
+      const held = inMemory;
+      inMemory = null;
       const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent).catch(async (error: unknown) => {
         // The files written before the error are searched with the graph; where it cannot be built
         // now (a full disk), the run's own error is the one to report, and the next run builds it.
@@ -119,11 +121,12 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       });
       await completeDenseGraph(sql, onEvent);
       await settleWrites(sql, { removed: report.changed.length + report.removed.length > 0 });
-      const refreshed = signBitsOfIndex(sql, settings.dimensions, await held?.catch(() => undefined));
-      signBits = refreshed;
+      const now = current();
+      const refreshed = now ? inMemoryOfIndex(sql, now, await held?.catch(() => undefined)) : Promise.resolve(undefined);
+      inMemory = refreshed;
       // Where they cannot be read now, the next search tries again.
       await refreshed.catch(() => {
-        if (signBits === refreshed) signBits = null;
+        if (inMemory === refreshed) inMemory = null;
       });
       return report;
     },
@@ -137,8 +140,8 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
       const embedded = await model.embedQuery(query, embed);
-      const table = options?.mode === 'sparse' ? undefined : await signBitsOf(now.settings);
-      return searchPassages(sql, { ...embedded, rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.layout, table);
+      const held = await inMemoryOf(now);
+      return searchPassages(sql, { ...embedded, rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.layout, held?.signBits, held?.postings);
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
@@ -160,8 +163,26 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       const [row] = await sql.query<{ files: number; passages: number }>(`select (select count(*) from lexembed_files)::int as files, (select df from lexembed_terms where term = -1)::int as passages`);
       return { files: row?.files ?? 0, passages: row?.passages ?? 0, settings };
     },
-    close: () => sql.close(),
+    async close() {
+      (await inMemory?.catch(() => undefined))?.postings?.close();
+      await sql.close();
+    },
   };
+}
+
+/** What an embedded index holds in memory: every passage's sign bits, and its sparse postings (of an index of the current format). */
+interface InMemory {
+  readonly signBits: SignBitsTable;
+  readonly postings?: SparsePostings;
+}
+
+/** The embedded index's sign bits and sparse postings brought up to date (those `held` reused where they are); undefined for a server's index. */
+async function inMemoryOfIndex(sql: Sql, now: { settings: IndexSettings; layout: IndexLayout }, held?: InMemory): Promise<InMemory | undefined> {
+  const signBits = await signBitsOfIndex(sql, now.settings.dimensions, held?.signBits);
+  if (!signBits || !sql.copyOut || !sql.folder) return signBits && { signBits };
+  // An older format's sparse vectors are in its passages' rows: searched as they are until a writer upgrades it.
+  if (now.layout.sparseTable !== sparseTableOf(SCHEMA_VERSION)) return { signBits };
+  return { signBits, postings: await openPostings(sql, sql.copyOut.bind(sql), sql.folder, signBits, now.settings.vocabularySize, held?.postings) };
 }
 
 /**

@@ -8,6 +8,7 @@ import type { SparseVector } from '../embedder/sparse.ts';
 import { cosineInt8, signBits, sparsevecLiteral } from './model.ts';
 import { namedFiles, type NamedFile } from './context.ts';
 import { corpusCounts, type CorpusCounts } from './store.ts';
+import type { SparsePostings } from './postings.ts';
 import { signSums, type SignBitsTable } from './sign-bits.ts';
 import type { SqlQuery } from './sql.ts';
 
@@ -118,6 +119,7 @@ export async function searchPassages(
   options: SearchOptions = {},
   layout: IndexLayout = CURRENT_LAYOUT,
   signBits?: SignBitsTable,
+  postings?: SparsePostings,
 ): Promise<SearchHit[]> {
   const top = options.top ?? 10;
   const offset = options.offset ?? 0;
@@ -134,7 +136,8 @@ export async function searchPassages(
     const named = scoped ? await namedFiles(tx, weighted, query.sparse, finding, fileClause(options, finding ? 2 : 1)) : [];
     // The graph's query takes the filter's parameters after the query's bits; the scan's, alone.
     const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, signBits ? 0 : 1), { named, rest: query.rest }, signBits);
-    const sparse = mode === 'dense' ? null : await sparseList(tx, { query: query.sparse, weighted, idf, vocabularySize, finders: terms.finders, named, table: layout.sparseTable }, length, fileFilter(options, 2));
+    const sparseQuery = { query: query.sparse, weighted, idf, vocabularySize, finders: terms.finders, named, table: layout.sparseTable };
+    const sparse = mode === 'dense' ? null : postings ? await postedList(tx, postings, sparseQuery, length, fileFilter(options, 0)) : await sparseList(tx, sparseQuery, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
     const page = fused.slice(offset, offset + top);
@@ -259,12 +262,14 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
 
 /** The embedded index's shortlist: the exact scan of every passage's sign bits in memory (sign-bits.ts), the file filters as the files they leave. */
 async function scannedShortlist(tx: SqlQuery, table: SignBitsTable, q: Float32Array, shortlist: number, filter: Filter): Promise<{ id: string; s: number }[]> {
-  let allowed: ((file: number) => boolean) | undefined;
-  if (filter.where) {
-    const files = new Set((await tx.query<{ id: number }>(`select f.id from lexembed_files f ${filter.where}`, filter.params)).map((r) => r.id));
-    allowed = (file) => files.has(file);
-  }
-  return table.nearest(q, shortlist, allowed).map((p) => ({ id: p.id, s: p.sign }));
+  return table.nearest(q, shortlist, await allowedFiles(tx, filter)).map((p) => ({ id: p.id, s: p.sign }));
+}
+
+/** The files the filters leave, as a test of a file id (undefined without filters); their parameters numbered from $1. */
+async function allowedFiles(tx: SqlQuery, filter: Filter): Promise<((file: number) => boolean) | undefined> {
+  if (!filter.where) return undefined;
+  const files = new Set((await tx.query<{ id: number }>(`select f.id from lexembed_files f ${filter.where}`, filter.params)).map((r) => r.id));
+  return (file) => files.has(file);
 }
 
 /**
@@ -385,17 +390,46 @@ async function sparseList(tx: SqlQuery, s: SparseQuery, length: number, filter: 
   );
   const named = new Set(s.named.map((n) => n.id));
   const scored = rows.filter((r) => r.d < 0 && !named.has(r.file)).map((r) => ({ id: r.id, score: -Number(r.d) }));
-  for (const file of s.named) {
-    // The query less the terms the context holds (a weight of 0 leaves a term out of the vector).
-    // A question of nothing but those (the document's opening line, its title) asks for the
-    // passages that hold them: scored by the whole query, not all tied at the document's score.
-    const rest = sparsevecLiteral(s.query, s.vocabularySize, (term) => (file.terms.has(term) ? 0 : s.idf(term)));
-    const own = await tx.query<{ id: string; d: number }>(
-      `select p.id::text as id, p.sparse <#> $1::sparsevec as d from ${s.table} p where p.file_id = $2 order by d limit ${length}`,
-      [rest.startsWith('{}') ? s.weighted : rest, file.id],
-    );
-    scored.push(...own.map((r) => ({ id: r.id, score: -Number(r.d) + file.score })));
+  for (const file of s.named) scored.push(...(await namedFileList(tx, s, file, length)));
+  return scored.sort((a, b) => b.score - a.score).slice(0, length);
+}
+
+/**
+ * A named document's passages, scored by the query less the terms its context holds (a weight of
+ * 0 leaves a term out of the vector), plus the context's score. A question of nothing but those
+ * (the document's opening line, its title) asks for the passages that hold them: scored by the
+ * whole query, not all tied at the document's score.
+ */
+async function namedFileList(tx: SqlQuery, s: SparseQuery, file: NamedFile, length: number): Promise<Scored[]> {
+  const rest = sparsevecLiteral(s.query, s.vocabularySize, (term) => (file.terms.has(term) ? 0 : s.idf(term)));
+  const own = await tx.query<{ id: string; d: number }>(
+    `select p.id::text as id, p.sparse <#> $1::sparsevec as d from ${s.table} p where p.file_id = $2 order by d limit ${length}`,
+    [rest.startsWith('{}') ? s.weighted : rest, file.id],
+  );
+  return own.map((r) => ({ id: r.id, score: -Number(r.d) + file.score }));
+}
+
+/**
+ * The embedded index's sparse top `length`: the exact dot product of every passage holding a query
+ * term, from the postings in memory and on disk (postings.ts), not only of those holding a
+ * selective one; a named document's passages scored as sparseList scores them.
+ */
+async function postedList(tx: SqlQuery, postings: SparsePostings, s: SparseQuery, length: number, filter: Filter): Promise<Scored[]> {
+  const terms: number[] = [];
+  const weights: number[] = [];
+  const order = [...s.query.indices.keys()].sort((a, b) => s.query.indices[a]! - s.query.indices[b]!);
+  for (const i of order) {
+    const weight = s.query.values[i]! * s.idf(s.query.indices[i]!);
+    if (weight > 0) {
+      terms.push(s.query.indices[i]!);
+      weights.push(weight);
+    }
   }
+  if (!terms.length) return [];
+  const allowed = await allowedFiles(tx, filter);
+  const named = new Set(s.named.map((n) => n.id));
+  const scored = postings.top({ terms, weights }, length, named.size ? (file) => !named.has(file) && (!allowed || allowed(file)) : allowed);
+  for (const file of s.named) scored.push(...(await namedFileList(tx, s, file, length)));
   return scored.sort((a, b) => b.score - a.score).slice(0, length);
 }
 

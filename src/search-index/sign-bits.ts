@@ -173,6 +173,24 @@ export class SignBitsTable {
     private readonly kernel: Kernel,
   ) {}
 
+  /** Each passage id's row (-1 where the index has no such passage), made at its first use. */
+  private rowOfId: Int32Array | null = null;
+
+  /** Each passage id's row in the table, -1 where it holds none (ids up to the highest it holds). */
+  rowsById(): Int32Array {
+    if (!this.rowOfId) {
+      const rows = new Int32Array(this.ids.reduce((a, b) => Math.max(a, b), 0) + 1).fill(-1);
+      this.ids.forEach((id, row) => (rows[id] = row));
+      this.rowOfId = rows;
+    }
+    return this.rowOfId;
+  }
+
+  /** The file of the passage in `row`. */
+  fileOfRow(row: number): number {
+    return this.files[row]!;
+  }
+
   /** Where the query, the passages' bits, their distances, the distances' histogram and the rows collected are in memory. */
   private get layout() {
     return layoutOf(this.width, this.count);
