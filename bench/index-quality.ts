@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, loadModelFolder, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { fuseByDistribution, searchPassages, type SearchMode } from '../src/search-index/search.ts';
 import { indexModelOf } from '../src/search-index/model.ts';
+import { openPostings } from '../src/search-index/postings.ts';
 import { signBitsOfIndex } from '../src/search-index/sign-bits.ts';
 import { ensureSchema } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
@@ -65,6 +66,7 @@ for (const task of values.tasks!.split(',')) {
   await settleWrites(sql);
   // The embedded index's dense shortlist: its sign bits in memory, as SearchIndex.search reads them.
   const table = await signBitsOfIndex(sql, settings.dimensions);
+  const posted = table && (await openPostings(sql, sql.copyOut!.bind(sql), sql.folder!, table, settings.vocabularySize));
   const indexSeconds = (performance.now() - t) / 1000;
   // Exact rankings in memory: float cosine over all; sparse with the corpus's idf.
   const df = new Map<number, number>();
@@ -99,7 +101,7 @@ for (const task of values.tasks!.split(',')) {
     const embedded = await model.embedQuery(q.text);
     for (const mode of ['hybrid', 'dense', 'sparse'] as const) {
       t = performance.now();
-      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode }, undefined, table);
+      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: 10, mode }, undefined, table, posted);
       if (mode === 'hybrid') latencies.push(performance.now() - t);
       const ranked = hits.map((h) => h.file);
       const exactRanked = exact(embedded, mode);

@@ -4,7 +4,8 @@
 // law, statutes, contracts…), all in one index, searched with the dev set's questions:
 //   - each list of the index (dense: every passage's sign bits scanned in memory + int8
 //     rescoring, and pgvector's HNSW graph over the bits in its place where the index has one, as
-//     a server's has; sparse: the GIN's candidates scored by the idf-weighted dot product)
+//     a server's has; sparse: the postings files' exact idf-weighted dot product, and the GIN's
+//     candidates scored by it in SQL as a server's index does)
 //     against the exact ranking of the same vectors in memory (float cosine over every passage;
 //     the sparse dot product over every passage): overlap of the top 10 and of the top 100;
 //   - mean nDCG@10 through the index against the exact rankings' (per mode), with the distractors
@@ -21,7 +22,8 @@ import { parseArgs } from 'node:util';
 import { BUNDLED_MODEL_DIR, loadModelFolder, PROJECT_ROOT } from '../src/node/runtime/load-model.ts';
 import { fuseByDistribution, searchPassages, type SearchMode } from '../src/search-index/search.ts';
 import { indexModelOf } from '../src/search-index/model.ts';
-import { SignBitsTable } from '../src/search-index/sign-bits.ts';
+import { openPostings, type SparsePostings } from '../src/search-index/postings.ts';
+import { signBitsOfIndex, type SignBitsTable } from '../src/search-index/sign-bits.ts';
 import { ensureSchema, hasDenseGraph } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites, vacuumCounts } from '../src/search-index/store.ts';
@@ -155,19 +157,33 @@ const overlap = (a: readonly number[], b: readonly number[], k: number) => {
   return want.size ? a.slice(0, k).filter((d) => want.has(d)).length / want.size : 1;
 };
 
-// The dense shortlist as the embedded index makes it (every passage's sign bits scanned in memory),
-// beside pgvector's HNSW graph (what a PostgreSQL server's index searches), same questions.
-const loading = performance.now();
-const table = await SignBitsTable.load(sql, sql.copyOut!.bind(sql), settings.dimensions);
-console.log(`sign bits of ${table.count.toLocaleString('en')} passages read in ${((performance.now() - loading) / 1000).toFixed(2)} s`);
-const shortlists: { name: string; table: SignBitsTable | undefined }[] = [
-  { name: 'scan', table },
-];
-if (await hasDenseGraph(sql)) shortlists.push({ name: 'graph', table: undefined });
+// The dense shortlist and the sparse list as the embedded index makes them (every passage's sign
+// bits scanned in memory; the sparse postings files), beside pgvector's HNSW graph (what a
+// PostgreSQL server's index searches) and the GIN's candidates scored in SQL, same questions.
+let loading = performance.now();
+const table = (await signBitsOfIndex(sql, settings.dimensions))!;
+console.log(`sign bits of ${table.count.toLocaleString('en')} passages read in ${((performance.now() - loading) / 1000).toFixed(2)} s (from the database, or the file a run before left)`);
+loading = performance.now();
+const sparsePostings = await openPostings(sql, sql.copyOut!.bind(sql), sql.folder!, table, settings.vocabularySize);
+console.log(`sparse postings of ${table.count.toLocaleString('en')} passages opened in ${((performance.now() - loading) / 1000).toFixed(2)} s (written from the database, or checked and opened where a run before left them)`);
+const graph = await hasDenseGraph(sql);
 
 const positionOf = (file: string, chunk: number) => Number(file.slice('part-'.length)) * 1000 + chunk;
-const modes: SearchMode[] = ['dense', 'sparse', 'hybrid'];
-const runs: { mode: SearchMode; key: string; table: SignBitsTable | undefined }[] = modes.flatMap((mode): { mode: SearchMode; key: string; table: SignBitsTable | undefined }[] => (mode === 'sparse' ? [{ mode, key: mode, table: undefined }] : shortlists.map((s) => ({ mode, key: `${mode} (${s.name})`, table: s.table }))));
+interface Run {
+  readonly mode: SearchMode;
+  readonly key: string;
+  readonly bits?: SignBitsTable;
+  readonly postings?: SparsePostings;
+}
+const runs: Run[] = [
+  { mode: 'dense', key: 'dense (scan)', bits: table },
+  ...(graph ? [{ mode: 'dense', key: 'dense (graph)' } as const] : []),
+  { mode: 'sparse', key: 'sparse (postings)', bits: table, postings: sparsePostings },
+  { mode: 'sparse', key: 'sparse (SQL)' },
+  { mode: 'hybrid', key: 'hybrid (scan + postings)', bits: table, postings: sparsePostings },
+  { mode: 'hybrid', key: 'hybrid (scan + SQL)', bits: table },
+  ...(graph ? [{ mode: 'hybrid', key: 'hybrid (graph + SQL)' } as const] : []),
+];
 const sums: Record<string, number[]> = {};
 const add = (key: string, v: number) => (sums[key] ??= []).push(v);
 const latency: Record<string, number[]> = Object.fromEntries(runs.map((r) => [r.key, []]));
@@ -183,9 +199,9 @@ for (const task of TASKS) {
     const embedded = await model.embedQuery(q.text);
     const lists = { dense: exactDense(embedded.dense), sparse: exactSparse(embedded.sparse) };
     const exact = { dense: lists.dense.map((r) => r.d), sparse: lists.sparse.map((r) => r.d), hybrid: exactHybrid(lists.dense, lists.sparse) };
-    for (const { mode, key, table: bits } of runs) {
+    for (const { mode, key, bits, postings: posted } of runs) {
       const started = performance.now();
-      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: mode === 'hybrid' ? 10 : 100, mode, documentContext: false }, undefined, bits);
+      const hits = await searchPassages(sql, embedded, settings.vocabularySize, { top: mode === 'hybrid' ? 10 : 100, mode, documentContext: false }, undefined, bits, posted);
       latency[key]!.push(performance.now() - started);
       const ranked = hits.map((h) => positionOf(h.file, h.chunk));
       add(`${key} top-10 overlap with exact`, overlap(ranked, exact[mode], 10));

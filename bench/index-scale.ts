@@ -24,6 +24,7 @@ import { openModelSource } from '../src/cli/model-source.ts';
 import { readMeta, searchIndex } from '../src/cli/search.ts';
 import { indexModelOf, cosineInt8 } from '../src/search-index/model.ts';
 import { ensureSchema, hasDenseGraph } from '../src/search-index/schema.ts';
+import { openPostings, type SparsePostings } from '../src/search-index/postings.ts';
 import { signBitsOfIndex, type SignBitsTable } from '../src/search-index/sign-bits.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites, vacuumCounts, type NewPassage } from '../src/search-index/store.ts';
@@ -102,18 +103,19 @@ async function againstToday(size: number): Promise<void> {
   await ensureSchema(sql, settings, 'bench');
   await fill(sql, 0, size);
   const table = await signBitsOfIndex(sql, settings.dimensions);
+  const posted = table && (await openPostings(sql, sql.copyOut!.bind(sql), sql.folder!, table, settings.vocabularySize));
   const meta = readMeta(out);
   const todayMs: number[] = [];
   const indexMs: number[] = [];
   // Both warm: one untimed query each first (JIT, the model's first run, the database's caches).
   await searchIndex(source, out, meta, queries[0]!, { top: 10, rerank: false, candidates: 50 });
-  await searchPassages(sql, await model.embedQuery(queries[0]!), settings.vocabularySize, { top: 10 }, undefined, table);
+  await searchPassages(sql, await model.embedQuery(queries[0]!), settings.vocabularySize, { top: 10 }, undefined, table, posted);
   for (const q of queries.slice(1, 11)) {
     t = performance.now();
     await searchIndex(source, out, meta, q, { top: 10, rerank: false, candidates: 50 });
     todayMs.push(performance.now() - t);
     t = performance.now();
-    await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10 }, undefined, table);
+    await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10 }, undefined, table, posted);
     indexMs.push(performance.now() - t);
   }
   console.log(`${size.toLocaleString('en')} chunks: today's search of the JSONL output (${(statSync(out).size / 2 ** 20).toFixed(0)} MB) p50 ${quantile(todayMs, 0.5).toFixed(0)} ms; the index (hybrid, ${(du(join(dir, 'index')) / 2 ** 20).toFixed(0)} MB) p50 ${quantile(indexMs, 0.5).toFixed(0)} ms: ×${(quantile(todayMs, 0.5) / quantile(indexMs, 0.5)).toFixed(0)}`);
@@ -151,16 +153,28 @@ console.log(`the sign bits of ${table?.count.toLocaleString('en')} chunks read i
 reading = performance.now();
 await signBitsOfIndex(sql, settings.dimensions);
 console.log(`  read again (from the file beside the database) in ${((performance.now() - reading) / 1000).toFixed(2)} s`);
-// An index kept from before lexembed dropped the graph from embedded indexes: searched both ways.
-const shortlists: { name: string; table: SignBitsTable | undefined }[] = [{ name: 'scan', table }];
-if (await hasDenseGraph(sql)) shortlists.push({ name: 'HNSW graph', table: undefined });
+reading = performance.now();
+const posted = await openPostings(sql, sql.copyOut!.bind(sql), folder, table!, settings.vocabularySize);
+console.log(`the sparse postings of ${table?.count.toLocaleString('en')} chunks opened in ${((performance.now() - reading) / 1000).toFixed(2)} s (written from the database, or checked where a run before left them); ${rss()} MB resident`);
+reading = performance.now();
+await openPostings(sql, sql.copyOut!.bind(sql), folder, table!, settings.vocabularySize);
+console.log(`  opened again (checked, from the files) in ${((performance.now() - reading) / 1000).toFixed(2)} s`);
+// The embedded index's lists (the sign bits' scan, the sparse postings) beside a server's (the GIN's
+// candidates scored in SQL; an index kept from before lexembed dropped the graph from embedded
+// indexes: its HNSW graph too), each question searched every way in turn.
+const shortlists: { name: string; table: SignBitsTable | undefined; postings?: SparsePostings }[] = [
+  { name: 'scan + postings', table, postings: posted },
+  { name: 'scan + SQL sparse', table },
+];
+if (await hasDenseGraph(sql)) shortlists.push({ name: 'HNSW graph + SQL sparse', table: undefined });
 const latency: Record<string, number[]> = {};
 for (const [i, q] of queries.entries()) {
   // In turn first: the first search of a question reads its sparse side's pages from disk.
   for (const shortlist of i % 2 ? [...shortlists].reverse() : shortlists) {
     for (const mode of ['hybrid', 'dense'] as const) {
       t = performance.now();
-      await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10, mode }, undefined, shortlist.table);
+      if (mode === 'dense' && shortlist.name === 'scan + SQL sparse') continue;
+      await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10, mode }, undefined, shortlist.table, shortlist.postings);
       (latency[`${mode} (${shortlist.name})`] ??= []).push(performance.now() - t);
     }
   }

@@ -92,6 +92,42 @@ describe('the sparse postings of an embedded index', () => {
     expect(existsSync(join(location, POSTINGS_FOLDER, 'manifest.json'))).toBe(true);
   }, 180_000);
 
+  it('a query with terms most passages hold: the postings of its others find the passages, the common ones\' weights from the database complete the best scores', async () => {
+    // Over 500 passages (MIN_SELECTIVE_DF) hold "the" and "shall": each query's common terms.
+    const docs = join(dir, 'many');
+    mkdirSync(docs);
+    for (let n = 0; n < 640; n++) writeFileSync(join(docs, `m-${String(n).padStart(3, '0')}.txt`), clauses(n).split('\n\n')[n % 3]!);
+    const location = join(dir, 'many.index');
+    const index = await openIndex(location, { embedder });
+    const questions = QUESTIONS.map((q) => `the tenant shall ${q}`);
+    const found: string[][] = [];
+    try {
+      await index.update([docs]);
+      for (const question of questions) found.push((await index.search(question, { mode: 'sparse', top: 10, documentContext: false })).map((h) => `${h.passageId} ${h.score.toFixed(4)}`));
+    } finally {
+      await index.close();
+    }
+    const model = indexModelOf(embedder);
+    const sql = await openLocation(location, { create: false });
+    try {
+      let common = 0;
+      for (const [i, question] of questions.entries()) {
+        const { sparse } = await model.embedQuery(question);
+        const counts = await corpusCounts(sql, sparse.indices);
+        common += sparse.indices.filter((t) => (counts.df.get(t) ?? 0) > 500).length;
+        const idf = (t: number) => {
+          const n = counts.df.get(t) ?? 0;
+          return n ? Math.log(1 + (counts.passages - n + 0.5) / (n + 0.5)) : 0;
+        };
+        const exact = await sql.query<{ id: string; d: number }>('select id::text as id, sparse <#> $1::sparsevec as d from lexembed_sparse order by d, id limit 10', [sparsevecLiteral(sparse, model.settings.vocabularySize, idf)]);
+        expect(found[i], question).toEqual(exact.map((r) => `${r.id} ${(-r.d).toFixed(4)}`));
+      }
+      expect(common).toBeGreaterThanOrEqual(questions.length);
+    } finally {
+      await sql.close();
+    }
+  }, 240_000);
+
   it('follow the runs that add and remove files: a small segment a run, merged; the removed not found', async () => {
     const docs = join(dir, 'growing');
     mkdirSync(docs);
