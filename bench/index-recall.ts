@@ -24,7 +24,7 @@ import { fuseByDistribution, searchPassages, type SearchMode } from '../src/sear
 import { indexModelOf } from '../src/search-index/model.ts';
 import { openPostings, type SparsePostings } from '../src/search-index/postings.ts';
 import { signBitsOfIndex, type SignBitsTable } from '../src/search-index/sign-bits.ts';
-import { ensureSchema, hasDenseGraph } from '../src/search-index/schema.ts';
+import { ensureSchema, hasDenseGraph, hasSparseTermsIndex } from '../src/search-index/schema.ts';
 import { openLocation } from '../src/search-index/location.ts';
 import { insertFile, settleWrites, vacuumCounts } from '../src/search-index/store.ts';
 import type { SparseVector } from '../src/embedder/sparse.ts';
@@ -167,6 +167,8 @@ loading = performance.now();
 const sparsePostings = await openPostings(sql, sql.copyOut!.bind(sql), sql.folder!, table, settings.vocabularySize);
 console.log(`sparse postings of ${table.count.toLocaleString('en')} passages opened in ${((performance.now() - loading) / 1000).toFixed(2)} s (written from the database, or checked and opened where a run before left them)`);
 const graph = await hasDenseGraph(sql);
+// An index written since embedded indexes dropped the GIN index has no SQL sparse path to compare.
+const gin = await hasSparseTermsIndex(sql);
 
 const positionOf = (file: string, chunk: number) => Number(file.slice('part-'.length)) * 1000 + chunk;
 interface Run {
@@ -179,10 +181,10 @@ const runs: Run[] = [
   { mode: 'dense', key: 'dense (scan)', bits: table },
   ...(graph ? [{ mode: 'dense', key: 'dense (graph)' } as const] : []),
   { mode: 'sparse', key: 'sparse (postings)', bits: table, postings: sparsePostings },
-  { mode: 'sparse', key: 'sparse (SQL)' },
+  ...(gin ? [{ mode: 'sparse', key: 'sparse (SQL)' } as const] : []),
   { mode: 'hybrid', key: 'hybrid (scan + postings)', bits: table, postings: sparsePostings },
-  { mode: 'hybrid', key: 'hybrid (scan + SQL)', bits: table },
-  ...(graph ? [{ mode: 'hybrid', key: 'hybrid (graph + SQL)' } as const] : []),
+  ...(gin ? [{ mode: 'hybrid', key: 'hybrid (scan + SQL)', bits: table } as const] : []),
+  ...(graph && gin ? [{ mode: 'hybrid', key: 'hybrid (graph + SQL)' } as const] : []),
 ];
 const sums: Record<string, number[]> = {};
 const add = (key: string, v: number) => (sums[key] ??= []).push(v);

@@ -23,7 +23,7 @@ import { BUNDLED_MODEL_DIR, loadModelFolder, PROJECT_ROOT } from '../src/node/ru
 import { openModelSource } from '../src/cli/model-source.ts';
 import { readMeta, searchIndex } from '../src/cli/search.ts';
 import { indexModelOf, cosineInt8 } from '../src/search-index/model.ts';
-import { ensureSchema, hasDenseGraph } from '../src/search-index/schema.ts';
+import { ensureSchema, hasDenseGraph, hasSparseTermsIndex } from '../src/search-index/schema.ts';
 import { openPostings, type SparsePostings } from '../src/search-index/postings.ts';
 import { signBitsOfIndex, type SignBitsTable } from '../src/search-index/sign-bits.ts';
 import { openLocation } from '../src/search-index/location.ts';
@@ -162,11 +162,12 @@ console.log(`  opened again (checked, from the files) in ${((performance.now() -
 // The embedded index's lists (the sign bits' scan, the sparse postings) beside a server's (the GIN's
 // candidates scored in SQL; an index kept from before lexembed dropped the graph from embedded
 // indexes: its HNSW graph too), each question searched every way in turn.
-const shortlists: { name: string; table: SignBitsTable | undefined; postings?: SparsePostings }[] = [
-  { name: 'scan + postings', table, postings: posted },
-  { name: 'scan + SQL sparse', table },
-];
-if (await hasDenseGraph(sql)) shortlists.push({ name: 'HNSW graph + SQL sparse', table: undefined });
+const shortlists: { name: string; table: SignBitsTable | undefined; postings?: SparsePostings }[] = [{ name: 'scan + postings', table, postings: posted }];
+// An index written since embedded indexes dropped the GIN index has no SQL sparse path to compare.
+if (await hasSparseTermsIndex(sql)) {
+  shortlists.push({ name: 'scan + SQL sparse', table });
+  if (await hasDenseGraph(sql)) shortlists.push({ name: 'HNSW graph + SQL sparse', table: undefined });
+}
 const latency: Record<string, number[]> = {};
 for (const [i, q] of queries.entries()) {
   // In turn first: the first search of a question reads its sparse side's pages from disk.

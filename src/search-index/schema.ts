@@ -8,8 +8,9 @@
 //                      be scoped to it
 //   lexembed_passages  one row per chunk: text, offsets, page/paragraph/line, the dense vector as
 //                      bits (for the HNSW candidate search) and int8 (for rescoring)
-//   lexembed_sparse    one row per chunk: its sparse vector (and file), with a GIN index of its
-//                      terms: the sparse side's inverted index. A table of its own (format 3): a
+//   lexembed_sparse    one row per chunk: its sparse vector (and file), on a server with a GIN
+//                      index of its terms: the sparse side's inverted index (an embedded index's
+//                      is its postings files, postings.ts). A table of its own (format 3): a
 //                      query reads thousands of candidates' sparse vectors, and from a narrow table
 //                      that fits the page cache, not from rows 4 KB wide (at 100,000 passages the
 //                      sparse list's p50 fell from 375 to 147 ms cold, 33 ms warm)
@@ -90,7 +91,7 @@ export async function ensureSchema(sql: Sql, settings: IndexSettings, lexembedVe
     // A server's dense shortlist comes from the graph; an embedded index's from its bits in memory (sign-bits.ts).
     if (sql.engine === 'postgres') await tx.query(CREATE_DENSE_GRAPH);
     await addContextTermsIndex(tx);
-    await createSparseTable(tx, settings.vocabularySize);
+    await createSparseTable(tx, settings.vocabularySize, sql.engine);
     await tx.query('create table lexembed_terms (term int primary key, df int not null)');
     await tx.query('insert into lexembed_terms values ($1, 0)', [PASSAGES_ROW]);
   });
@@ -117,14 +118,33 @@ export async function recordVectors(sql: Sql, vectors: VectorsFingerprint): Prom
 }
 
 /**
- * The sparse side's table and its inverted index: which passages hold a term (GIN over the sparse
- * vector's indices, counted from 0 as lexembed_terms counts them); search.ts reads candidates from it.
+ * The sparse side's table and, on a server, its inverted index: which passages hold a term (GIN
+ * over the sparse vector's indices, counted from 0 as lexembed_terms counts them); search.ts reads
+ * candidates from it. An embedded index's inverted index is its postings files (postings.ts).
  */
-async function createSparseTable(tx: SqlQuery, vocabularySize: number): Promise<void> {
+async function createSparseTable(tx: SqlQuery, vocabularySize: number, engine: Sql['engine']): Promise<void> {
   await tx.query(`create table lexembed_sparse (
     id bigint primary key references lexembed_passages(id) on delete cascade, file_id int not null, sparse sparsevec(${vocabularySize}) not null)
     with (toast_tuple_target = ${INLINE_ROW_BYTES})`);
-  await tx.query('create index lexembed_sparse_gin on lexembed_sparse using gin (lexembed_sparse_terms(sparse))');
+  if (engine === 'postgres') await tx.query(CREATE_SPARSE_TERMS_INDEX);
+}
+
+const SPARSE_TERMS_INDEX = 'lexembed_sparse_gin';
+const CREATE_SPARSE_TERMS_INDEX = `create index if not exists ${SPARSE_TERMS_INDEX} on lexembed_sparse using gin (lexembed_sparse_terms(sparse))`;
+
+/**
+ * Drops the sparse table's GIN index from an embedded index made with one: its postings files
+ * (postings.ts) find a query's passages, and the GIN index took 1.0 KB a real passage and its
+ * upkeep at each write.
+ */
+export async function dropSparseTermsIndex(sql: SqlQuery): Promise<void> {
+  await sql.query(`drop index if exists ${SPARSE_TERMS_INDEX}`);
+}
+
+/** Whether the index has the sparse terms' GIN index (a server's; an embedded index made before its postings files). */
+export async function hasSparseTermsIndex(sql: SqlQuery): Promise<boolean> {
+  const [row] = await sql.query<{ present: boolean }>(`select to_regclass('${SPARSE_TERMS_INDEX}') is not null as present`);
+  return row?.present === true;
 }
 
 /**
@@ -220,7 +240,7 @@ export async function upgradeIndex(sql: Sql, version: number, sparseOf: (texts: 
   await sql.transaction(async (tx) => {
     if (version < 2) await addFileContexts(tx, sparseOf, vocabularySize);
     if (version < 3) {
-      await createSparseTable(tx, vocabularySize);
+      await createSparseTable(tx, vocabularySize, sql.engine);
       await tx.query('insert into lexembed_sparse (id, file_id, sparse) select id, file_id, sparse from lexembed_passages');
       await tx.query('drop index if exists lexembed_passages_terms');
       await tx.query('alter table lexembed_passages drop column sparse');

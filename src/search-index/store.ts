@@ -97,15 +97,15 @@ async function addCounts(tx: SqlQuery, terms: readonly number[], counts: readonl
 }
 
 /**
- * After a run of writes: moves the GIN index's pending entries into its tree (fast to add to,
- * slow to search: every query reads the whole pending list until then), and vacuums what the run
+ * After a run of writes: moves a server's sparse GIN index's pending entries into its tree (fast to
+ * add to, slow to search: every query reads the whole pending list until then), and vacuums what the run
  * left dead: every file rewrites the counts of the terms it holds (PGlite runs no autovacuum, and
  * lexembed_terms grew to 87 MB at 100,000 passages), and a changed or removed file its passages;
  * and checkpoints an embedded index that wrote much log since its last (cutLog). Outside a
  * transaction (VACUUM cannot run in one).
  */
 export async function settleWrites(sql: Writer, options: { removed?: boolean } = {}): Promise<void> {
-  await sql.query(`select gin_clean_pending_list('lexembed_sparse_gin'::regclass)`);
+  await sql.query(`select gin_clean_pending_list(index) from (select to_regclass('lexembed_sparse_gin') as index) i where index is not null`);
   await sql.query(`vacuum lexembed_terms, lexembed_files${options.removed ? ', lexembed_passages, lexembed_sparse' : ''}`);
   await cutLog(sql);
 }

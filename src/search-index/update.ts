@@ -10,7 +10,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { DocumentError, unitAt } from '../documents/extract.ts';
 import { DocumentReader, listDocuments } from '../node/documents.ts';
 import { contextOf } from './context.ts';
-import { dropDenseGraph, IndexError } from './schema.ts';
+import { dropDenseGraph, dropSparseTermsIndex, IndexError } from './schema.ts';
 import type { IndexModel } from './model.ts';
 import { insertFile, listFiles, removeFile, renameFile, type IndexedFile, type NewPassage, VACUUM_COUNTS_EVERY, vacuumCounts } from './store.ts';
 import type { Sql } from './sql.ts';
@@ -96,8 +96,10 @@ export async function updateIndex(sql: Sql, model: IndexModel, chunkTokens: numb
   }
 
   // A server index's first load writes its passages before the dense graph, which is built over
-  // them at the end; an embedded index has no graph (one made before loses it before its writes).
+  // them at the end; an embedded index has no graph nor the sparse terms' GIN index (one made
+  // before loses them before its writes: its sign bits and postings files take their place).
   if (sql.engine === 'pglite' || (!indexed.length && toEmbed.length)) await dropDenseGraph(sql);
+  if (sql.engine === 'pglite') await dropSparseTermsIndex(sql);
   const reader = new DocumentReader(toEmbed.map(({ file }) => ({ id: file.path, path: file.abs })));
   const since = { files: 0, passages: 0 };
   for (const [i, { file, replaces }] of toEmbed.entries()) {

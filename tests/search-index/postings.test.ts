@@ -90,6 +90,13 @@ describe('the sparse postings of an embedded index', () => {
       }
     }
     expect(existsSync(join(location, POSTINGS_FOLDER, 'manifest.json'))).toBe(true);
+    // Its postings are its inverted index: no GIN index of the sparse table's terms to keep up.
+    const sql = await openLocation(location, { create: false });
+    try {
+      expect(await sql.query(`select to_regclass('lexembed_sparse_gin') is null as none`)).toEqual([{ none: true }]);
+    } finally {
+      await sql.close();
+    }
   }, 180_000);
 
   it('a query with terms most passages hold: the postings of its others find the passages, the common ones\' weights from the database complete the best scores', async () => {
