@@ -176,7 +176,7 @@ for (const [i, q] of queries.entries()) {
       t = performance.now();
       if (mode === 'dense' && shortlist.name === 'scan + SQL sparse') continue;
       await searchPassages(sql, await model.embedQuery(q), settings.vocabularySize, { top: 10, mode }, undefined, shortlist.table, shortlist.postings);
-      (latency[`${mode} (${shortlist.name})`] ??= []).push(performance.now() - t);
+      (latency[`${mode} (${mode === 'hybrid' ? shortlist.name : shortlist.table ? 'the sign bits scan' : 'HNSW graph'})`] ??= []).push(performance.now() - t);
     }
   }
 }

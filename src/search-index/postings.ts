@@ -41,7 +41,7 @@ const COPY_RANGE = 20_000;
 /** A segment whose passages are more than this share gone (files removed or changed) is written again without them. */
 const GONE_SHARE = 0.25;
 /** Bytes read at a time to check a segment's checksum. */
-const READ_CHUNK = 1 << 24;
+const READ_CHUNK = 1 << 20;
 
 interface SegmentEntry {
   readonly file: string;
