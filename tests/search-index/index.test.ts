@@ -168,8 +168,14 @@ describe('a second run updates exactly what changed', () => {
     await index.close();
     const raw = await openLocation(join(dir, 'index'), { create: false });
     const [row] = await raw.query<{ n: number; doubled: number }>('select count(*)::int as n, (select count(*) from (select file_id, chunk from lexembed_passages group by 1, 2 having count(*) > 1) d)::int as doubled from lexembed_passages');
+    // Each term's count is the passages holding it, and a term none holds (after the removals) has no row.
+    const [terms] = await raw.query<{ wrong: number; rows: number }>(`select count(*) filter (where held.df is distinct from t.df)::int as wrong, count(*)::int as rows
+      from (select term, count(*)::int as df from lexembed_sparse, unnest(lexembed_sparse_terms(sparse)) as term group by term) held
+      full join (select * from lexembed_terms where term <> -1) t using (term)`);
     await raw.close();
     expect(row).toEqual({ n: counted, doubled: 0 });
+    expect(terms!.wrong).toBe(0);
+    expect(terms!.rows).toBeGreaterThan(100);
     index = await openIndex(join(dir, 'index'), { embedder });
   }, 120_000);
 });
