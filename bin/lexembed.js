@@ -19,5 +19,9 @@ if (existsSync(source) && !process.env.LEXEMBED_USE_DIST) {
     process.exit(1);
   });
 }
+const code = await cli.main(process.argv.slice(2));
+// A pipe takes stdout's writes asynchronously: exiting at once cut a piped 350 KB --json at 64 KB.
+// An empty write's callback runs once the writes before it are out (or the reader is gone).
+await Promise.all([process.stdout, process.stderr].map((stream) => new Promise((resolve) => stream.write('', () => resolve()))));
 // Exit explicitly: onnxruntime's thread pool must not keep a finished command alive.
-process.exit(await cli.main(process.argv.slice(2)));
+process.exit(code);

@@ -3,7 +3,7 @@
 // excerpt at the clause, exit status 2 for what the user must fix, a kill -9 mid-run that the
 // next run finishes with nothing lost or doubled, and a second writer refused while one runs.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,6 +80,23 @@ describe('lexembed index, then lexembed search', () => {
     expect(json).toHaveLength(2);
     expect(json[0]).toMatchObject({ file: 'contract-01.md', excerpt: expect.stringContaining('GOVERNING LAW. This Agreement is governed by the laws of the State of New York') });
   }, SLOW_MS);
+
+  it('a --json larger than a pipe\'s buffer reaches the reader whole (the process waits for stdout before it exits)', async () => {
+    const docs = join(dir, 'long');
+    mkdirSync(docs);
+    const clause = (n: number, k: number) => `Clause ${n}.${k}. The lessee shall maintain the premises numbered ${n} in good repair, pay the rent on the first day of each month, insure the building against fire and flood, and give notice in writing of any defect within ${k + 3} days.`;
+    for (let n = 0; n < 12; n++) writeFileSync(join(docs, `lease-${n}.txt`), Array.from({ length: 40 }, (_, k) => clause(n, k)).join('\n\n'));
+    const index = join(dir, 'long.index');
+    expect((await runCli(['index', docs, '--index', index, ...MODEL])).code).toBe(0);
+    // The same search written to a file, and through a pipe to a reader that waits 2 s first.
+    const search = `"${process.execPath}" "${CLI}" search "${index}" "notice in writing of a defect" --json --top 100 --model "${STATIC_MODEL_DIR}" 2>/dev/null`;
+    execFileSync('bash', ['-c', `${search} > "${join(dir, 'long.json')}"`]);
+    const whole = readFileSync(join(dir, 'long.json'), 'utf8');
+    expect(whole.length).toBeGreaterThan(2 ** 17);
+    expect(JSON.parse(whole).length).toBeGreaterThan(90);
+    const piped = execFileSync('bash', ['-c', `${search} | (sleep 2; wc -c)`], { encoding: 'utf8' });
+    expect(Number(piped.trim())).toBe(Buffer.byteLength(whole));
+  }, 240_000);
 
   it('exits 2 with the fix for what the user must change', async () => {
     const docs = join(dir, 'few');
