@@ -13,6 +13,7 @@
 // segment when it is rewritten; small segments at the end are merged, so there are few.
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import type { SignBitsTable } from './sign-bits.ts';
 import type { SqlQuery } from './sql.ts';
 
@@ -23,7 +24,8 @@ export const POSTINGS_FOLDER = 'sparse-postings';
 type Copy = (select: string) => Promise<Uint8Array>;
 
 const MANIFEST = 'manifest.json';
-const MANIFEST_FORMAT = 1;
+/** 2: the segments' checksums are CRC-32 (format 1's, a sum of words by place, missed a sign flipped in every weight). */
+const MANIFEST_FORMAT = 2;
 const SEGMENT_MAGIC = 'LXSPOST1';
 /**
  * A segment file: SEGMENT_MAGIC, then (u32) its passages, terms and postings; then the passages'
@@ -126,7 +128,7 @@ class Segment {
       for (let at = 0; at < entry.bytes; ) {
         const n = readSync(fd, chunk, 0, Math.min(chunk.length, entry.bytes - at), at);
         if (n <= 0) throw new Error('short');
-        checksum = wordsChecksum(chunk.subarray(0, n), at >> 2, checksum);
+        checksum = crc32(chunk.subarray(0, n), checksum);
         if (at === 0) head = Buffer.from(chunk.subarray(0, Math.min(n, SEGMENT_HEADER_BYTES)));
         at += n;
       }
@@ -595,7 +597,7 @@ function writeSegment(where: string, x: Inverted): Segment {
   let at = 0;
   try {
     const put = (data: Uint8Array) => {
-      checksum = wordsChecksum(data, at >> 2, checksum);
+      checksum = crc32(data, checksum);
       for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done, at + done);
       at += data.length;
     };
@@ -620,17 +622,6 @@ function writeSegment(where: string, x: Inverted): Segment {
   const segment = Segment.open(path, entry);
   if (!segment) throw new Error(`the sparse postings segment ${path} just written cannot be read back`);
   return segment;
-}
-
-/**
- * A checksum of 32-bit words (each times its place, summed modulo 2^32) continued from `sum` for
- * words that start at word `first` (a file checked in chunks continues the sum of those before).
- */
-function wordsChecksum(data: Uint8Array, first: number, sum: number): number {
-  const aligned = data.byteOffset % 4 === 0 ? data : new Uint8Array(data);
-  const words = new Uint32Array(aligned.buffer, aligned.byteOffset, data.byteLength >> 2);
-  for (let i = 0; i < words.length; i++) sum = (sum + Math.imul(words[i]!, first + i + 1)) >>> 0;
-  return sum;
 }
 
 function readManifest(where: string): Manifest | null {

@@ -12,6 +12,7 @@
 // 1,000 rows, not a million.
 import { closeSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import type { Sql, SqlQuery } from './sql.ts';
 
 /** hamming.wat assembled (wabt's wat2wasm with SIMD; tests/search-index/sign-bits.test.ts checks the two agree). */
@@ -49,7 +50,7 @@ async function passagesStamp(sql: SqlQuery): Promise<Stamp> {
 
 const sameStamp = (a: Stamp, b: Stamp) => a.database === b.database && a.passages === b.passages && a.last === b.last;
 
-const FILE_MAGIC = 'LXSBITS4';
+const FILE_MAGIC = 'LXSBITS5';
 /**
  * The file's header: FILE_MAGIC, the width and count (u32), the passages and last id (f64), the
  * database (32 bytes of text), the records' checksum (u32, recordsChecksum) and 4 bytes unused;
@@ -69,14 +70,11 @@ const SELECT_ROWS = 'select id, file_id, bits from lexembed_passages';
 const COPY_RANGE = 100_000;
 
 /**
- * A checksum of records (each 32-bit word times its place among all the records' words, summed
- * modulo 2^32) continued from `sum` for records that start at word `first`: appended records
- * continue the sum of those before them.
+ * The CRC-32 of records, continued from `sum`, that of the records before them (appended records
+ * continue it). A sum of words by place (the file's format 4) missed a flipped high bit in every word.
  */
-function recordsChecksum(records: Uint8Array, first: number, sum: number): number {
-  const words = new Uint32Array(records.buffer, records.byteOffset, records.byteLength >> 2);
-  for (let i = 0; i < words.length; i++) sum = (sum + Math.imul(words[i]!, first + i + 1)) >>> 0;
-  return sum;
+function recordsChecksum(records: Uint8Array, sum: number): number {
+  return crc32(records, sum);
 }
 
 /** Writes all of `data` at `position`. */
@@ -276,7 +274,7 @@ export class SignBitsTable {
       for (let first = 0; first < table.count; first += RECORDS_AT_ONCE) {
         const n = Math.min(RECORDS_AT_ONCE, table.count - first);
         if (readSync(fd, records, 0, n * size, HEADER_BYTES + first * size) !== n * size) return null;
-        checksum = recordsChecksum(records.subarray(0, n * size), (first * size) >> 2, checksum);
+        checksum = recordsChecksum(records.subarray(0, n * size), checksum);
         for (let i = 0; i < n; i++) {
           ids[first + i] = records.readDoubleLE(i * size);
           files[first + i] = records.readInt32LE(i * size + 8);
@@ -373,7 +371,7 @@ export class SignBitsTable {
         records.writeInt32LE(files[first + i]!, i * size + 8);
         records.set(heap.subarray(base + (first + i) * stride, base + (first + i + 1) * stride), i * size + 16);
       }
-      sum = recordsChecksum(records.subarray(0, n * size), (first * size) >> 2, sum);
+      sum = recordsChecksum(records.subarray(0, n * size), sum);
       writeAll(fd, records.subarray(0, n * size), HEADER_BYTES + first * size);
     }
     return sum;

@@ -174,10 +174,10 @@ describe('the sparse postings of an embedded index', () => {
     const segment = () => join(folder, readdirSync(folder).find((f) => f.startsWith('segment-') && !f.endsWith('.partial'))!);
     // A segment: a 20-byte header (its passages, terms and postings at 8, 12, 16), the passages'
     // ids, the terms, their starts, then per posting an id and a weight (8 bytes).
-    const flip = (path: string, at: (postingsAt: number, postings: number) => number[]) => {
+    const flip = (path: string, at: (postingsAt: number, postings: number) => number[], mask = 0x40) => {
       const bytes = readFileSync(path);
       const postingsAt = 20 + 4 * (bytes.readUInt32LE(8) + 2 * bytes.readUInt32LE(12) + 1);
-      for (const i of at(postingsAt, bytes.readUInt32LE(16))) bytes[i] = bytes[i]! ^ 0x40;
+      for (const i of at(postingsAt, bytes.readUInt32LE(16))) bytes[i] = bytes[i]! ^ mask;
       writeFileSync(path, bytes);
     };
     const everyPosting = (offset: number) => (postingsAt: number, postings: number) => Array.from({ length: postings }, (_, k) => postingsAt + 8 * k + offset);
@@ -189,6 +189,7 @@ describe('the sparse postings of an embedded index', () => {
     await index.close();
     const damages: [string, () => void][] = [
       ['the weights changed', () => flip(segment(), everyPosting(7))],
+      ['every weight\'s sign flipped', () => flip(segment(), everyPosting(7), 0x80)],
       ['the ids changed', () => flip(segment(), everyPosting(1))],
       ['the directory changed', () => flip(segment(), (postingsAt) => [postingsAt - 6])],
       ['a segment gone', () => unlinkSync(segment())],

@@ -160,6 +160,13 @@ describe('an index\'s sign bits through its runs (the file beside its database, 
     };
     const otherBits = damaged((size, record) => Array.from({ length: size - 16 }, (_, i) => record + 16 + i));
     const garbageId = damaged((_, record) => (record === 72 ? [record + 6, record + 7] : []));
+    // The high bit of every word of bits flipped: a sum of words by place missed it.
+    const highBits = () => {
+      const bytes = readFileSync(file);
+      const size = 16 + Math.ceil(embedder.maxDimensions / 128) * 16;
+      for (let r = 0; r < bytes.readUInt32LE(12); r++) for (let at = 72 + r * size + 16 + 3; at < 72 + (r + 1) * size; at += 4) bytes[at] = bytes[at]! ^ 0x80;
+      writeFileSync(file, bytes);
+    };
     // The bits as the table holds them (its sign scores; in an index this small every passage is
     // rescored, so the hits alone would not show other bits).
     const q = Float32Array.from({ length: embedder.maxDimensions }, (_, i) => Math.cos(i));
@@ -172,7 +179,7 @@ describe('an index\'s sign bits through its runs (the file beside its database, 
       }
     };
     const held = await bitsOf();
-    for (const prepare of [() => {}, () => appendFileSync(file, Buffer.alloc(1000, 7)), otherBits, garbageId, () => unlinkSync(file), () => writeFileSync(file, 'not sign bits')]) {
+    for (const prepare of [() => {}, () => appendFileSync(file, Buffer.alloc(1000, 7)), otherBits, garbageId, highBits, () => unlinkSync(file), () => writeFileSync(file, 'not sign bits')]) {
       prepare();
       expect(await bitsOf()).toEqual(held);
       prepare();
