@@ -6,6 +6,7 @@
 //   await index.update(['contracts/']);          // { added: [...], changed: [], ..., unchanged: 25 }
 //   const hits = await index.search('governing law of the supply agreement', { top: 5 });
 //   await index.close();
+import { join } from 'node:path';
 import type { EmbedOptions, Embedder } from '../embedder/types.ts';
 import { messageOf } from '../util/message-of.ts';
 import { LEXEMBED_VERSION } from '../version.ts';
@@ -13,7 +14,7 @@ import { openLocation } from './location.ts';
 import { indexModelOf, sparsevecLiteral, type IndexModel } from './model.ts';
 import { addContextTermsIndex, buildDenseGraph, checkSameVectors, ensureSchema, hasContextTermsIndex, hasDenseGraph, IndexError, keepSparseRowsInline, readSettings, recordVectors, SCHEMA_VERSION, sparseTableOf, upgradeIndex, type IndexSettings } from './schema.ts';
 import { hitOf, PASSAGE_COLUMNS, searchPassages, type IndexLayout, type PassageRow, type SearchHit, type SearchOptions } from './search.ts';
-import { openPostings, type SparsePostings } from './postings.ts';
+import { openPostings, POSTINGS_FOLDER, PostingsDamaged, type SparsePostings } from './postings.ts';
 import { signBitsOfIndex, type SignBitsTable } from './sign-bits.ts';
 import type { Sql } from './sql.ts';
 import { settleWrites } from './store.ts';
@@ -92,27 +93,14 @@ export async function openIndex(location: string, options: OpenIndexOptions): Pr
 }
 
 function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSettings; layout: IndexLayout } | null, made: () => Promise<IndexSettings>): SearchIndex {
-  // The embedded index's sign bits and sparse postings, read at its first search (from the files
-  // beside its database that the last process to read them left, else from the database) and
-  // again after each update.
-  let inMemory: Promise<InMemory | undefined> | null = null;
-  const inMemoryOf = (now: { settings: IndexSettings; layout: IndexLayout }) => {
-    inMemory ??= inMemoryOfIndex(sql, now).catch((error: unknown) => {
-      inMemory = null;
-      throw new IndexError(`cannot read the passages' sign bits or sparse postings of the index at ${sql.where} (${messageOf(error)}): it may be damaged; remove it and run lexembed index again`);
-    });
-    return inMemory;
-  };
+  const memory = inMemory(sql);
   return {
     where: sql.where,
     engine: sql.engine,
     async update(inputs, onEvent) {
       if (!(await sql.tryWriterLock())) throw new IndexError(`another lexembed index run is writing to ${sql.where}: wait for it to finish (one writer at a time)`);
       const settings = await made();
-      // Searches while files are written read the bits afresh; after the run, the bits held (or
-      // the folder's file of them) are brought up to date and written for the next process.
-      const held = inMemory;
-      inMemory = null;
+      const held = memory.release();
       const report = await updateIndex(sql, model, settings.chunkTokens, settings.vocabularySize, inputs, onEvent).catch(async (error: unknown) => {
         // The files written before the error are searched with the graph; where it cannot be built
         // now (a full disk), the run's own error is the one to report, and the next run builds it.
@@ -122,12 +110,7 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       await completeDenseGraph(sql, onEvent);
       await settleWrites(sql, { removed: report.changed.length + report.removed.length > 0 });
       const now = current();
-      const refreshed = now ? inMemoryOfIndex(sql, now, await held?.catch(() => undefined)) : Promise.resolve(undefined);
-      inMemory = refreshed;
-      // Where they cannot be read now, the next search tries again.
-      await refreshed.catch(() => {
-        if (inMemory === refreshed) inMemory = null;
-      });
+      if (now) await memory.refresh(now, held);
       return report;
     },
     async search(query, options, embed) {
@@ -140,8 +123,17 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       if (!Number.isInteger(top) || top < 1 || top > 1000) throw new IndexError(`top must be an integer from 1 to 1000 (got ${top})`);
       if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new IndexError(`offset must be an integer from 0 to 10000 (got ${offset})`);
       const embedded = await model.embedQuery(query, embed);
-      const held = await inMemoryOf(now);
-      return searchPassages(sql, { ...embedded, rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.layout, held?.signBits, held?.postings);
+      const search = async () =>
+        searchPassages(sql, { ...embedded, rest: restOfQuery(model, query) }, now.settings.vocabularySize, { ...options, top, offset }, now.layout, await memory.bitsOf(now), options?.mode === 'dense' ? undefined : await memory.postingsOf(now));
+      try {
+        return await search();
+      } catch (error) {
+        if (!(error instanceof PostingsDamaged)) throw error;
+        // A segment changed under this process (a file cut short or replaced): checked and made
+        // again from the database, not reused, and the search asked again.
+        memory.forgetPostings();
+        return search();
+      }
     },
     async passage(id, neighbours = 0) {
       if (!/^\d{1,18}$/.test(id)) throw new IndexError(`passage ids are whole numbers (a search hit's passageId), not "${id}"`);
@@ -164,25 +156,82 @@ function handle(sql: Sql, model: IndexModel, current: () => { settings: IndexSet
       return { files: row?.files ?? 0, passages: row?.passages ?? 0, settings };
     },
     async close() {
-      (await inMemory?.catch(() => undefined))?.postings?.close();
+      await memory.close();
       await sql.close();
     },
   };
 }
 
-/** What an embedded index holds in memory: every passage's sign bits, and its sparse postings (of an index of the current format). */
-interface InMemory {
-  readonly signBits: SignBitsTable;
-  readonly postings?: SparsePostings;
+/**
+ * The embedded index's sign bits and sparse postings, read at its first search that needs them
+ * (from the files beside its database that the last process to read them left, else from the
+ * database) and again after each update.
+ */
+function inMemory(sql: Sql) {
+  let bits: Promise<SignBitsTable | undefined> | null = null;
+  let postings: Promise<SparsePostings | undefined> | null = null;
+  const bitsOf = (now: { settings: IndexSettings }) => {
+    bits ??= signBitsOfIndex(sql, now.settings.dimensions).catch((error: unknown) => {
+      bits = null;
+      throw new IndexError(`cannot read the passages' sign bits of the index at ${sql.where} (${messageOf(error)}): it may be damaged; remove it and run lexembed index again`);
+    });
+    return bits;
+  };
+  type Held = { bits?: Promise<SignBitsTable | undefined>; postings?: Promise<SparsePostings | undefined> };
+  return {
+    bitsOf,
+    postingsOf(now: { settings: IndexSettings; layout: IndexLayout }) {
+      postings ??= bitsOf(now).then((table) =>
+        postingsOfIndex(sql, now, table).catch((error: unknown) => {
+          postings = null;
+          throw postingsError(sql, error);
+        }),
+      );
+      return postings;
+    },
+    /** Before a run's writes: searches meanwhile read them afresh; what was held is brought up to date after the run (refresh). */
+    release(): Held {
+      const held = { bits: bits?.catch(() => undefined), postings: postings?.catch(() => undefined) };
+      bits = null;
+      postings = null;
+      return held;
+    },
+    /** After a run: those held (or the folder's files of them) brought up to date and written for the next process. */
+    async refresh(now: { settings: IndexSettings; layout: IndexLayout }, held: Held) {
+      const table = signBitsOfIndex(sql, now.settings.dimensions, await held.bits);
+      const posted = table.then(async (t) => postingsOfIndex(sql, now, t, await held.postings));
+      [bits, postings] = [table, posted];
+      // Where they cannot be read or written now, the next search tries again (and says why).
+      await posted.catch(() => {
+        if (bits === table) bits = null;
+        if (postings === posted) postings = null;
+      });
+    },
+    forgetPostings() {
+      postings = null;
+    },
+    async close() {
+      (await postings?.catch(() => undefined))?.close();
+    },
+  };
 }
 
-/** The embedded index's sign bits and sparse postings brought up to date (those `held` reused where they are); undefined for a server's index. */
-async function inMemoryOfIndex(sql: Sql, now: { settings: IndexSettings; layout: IndexLayout }, held?: InMemory): Promise<InMemory | undefined> {
-  const signBits = await signBitsOfIndex(sql, now.settings.dimensions, held?.signBits);
-  if (!signBits || !sql.copyOut || !sql.folder) return signBits && { signBits };
+/** The embedded index's sparse postings brought up to date with `table` (those `held` reused where they are); undefined for a server's index, or an older format's. */
+async function postingsOfIndex(sql: Sql, now: { settings: IndexSettings; layout: IndexLayout }, table: SignBitsTable | undefined, held?: SparsePostings): Promise<SparsePostings | undefined> {
+  if (!table || !sql.copyOut || !sql.folder) return undefined;
   // An older format's sparse vectors are in its passages' rows: searched as they are until a writer upgrades it.
-  if (now.layout.sparseTable !== sparseTableOf(SCHEMA_VERSION)) return { signBits };
-  return { signBits, postings: await openPostings(sql, sql.copyOut.bind(sql), sql.folder, signBits, now.settings.vocabularySize, held?.postings) };
+  if (now.layout.sparseTable !== sparseTableOf(SCHEMA_VERSION)) return undefined;
+  return openPostings(sql, sql.copyOut.bind(sql), sql.folder, table, now.settings.vocabularySize, held);
+}
+
+/** Why the postings could not be opened, with what to do: a folder that takes no writes (a full disk), or files that cannot be read. */
+function postingsError(sql: Sql, error: unknown): IndexError {
+  const folder = join(sql.folder ?? '', POSTINGS_FOLDER);
+  const code = (error as { code?: string }).code ?? '';
+  if (['ENOSPC', 'EDQUOT', 'EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'EISDIR'].includes(code)) {
+    return new IndexError(`cannot write the sparse postings of the index at ${sql.where} in ${folder} (${messageOf(error)}): free space on that disk, or let this user write there, and search again (they are made again from the index's database; --dense-only searches do without them)`);
+  }
+  return new IndexError(`cannot read the sparse postings of the index at ${sql.where} (${messageOf(error)}): delete ${folder} (it is made again from the index's database) and search again; if that fails too, the index may be damaged: remove it and run lexembed index again`);
 }
 
 /**

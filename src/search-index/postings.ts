@@ -20,6 +20,11 @@ import type { SqlQuery } from './sql.ts';
 /** The folder, in an index folder, of the sparse postings' segments and their manifest. */
 export const POSTINGS_FOLDER = 'sparse-postings';
 
+/** A segment changed under the process that holds it open (cut short, or unreadable): it is to be opened (checked) again. */
+export class PostingsDamaged extends Error {
+  override readonly name = 'PostingsDamaged';
+}
+
 /** A binary COPY of a select (Sql.copyOut: PGlite's). */
 type Copy = (select: string) => Promise<Uint8Array>;
 
@@ -167,7 +172,13 @@ class Segment {
   /** Postings `from` to `to` read into `into` (id and weight each, 8 bytes). */
   read(from: number, to: number, into: Buffer): void {
     const bytes = 8 * (to - from);
-    if (readSync(this.fd, into, 0, bytes, this.postingsAt + 8 * from) !== bytes) throw new Error(`the sparse postings file ${this.entry.file} is shorter than written`);
+    let read: number;
+    try {
+      read = readSync(this.fd, into, 0, bytes, this.postingsAt + 8 * from);
+    } catch (error) {
+      throw new PostingsDamaged(`the sparse postings file ${this.entry.file} cannot be read (${(error as Error).message})`);
+    }
+    if (read !== bytes) throw new PostingsDamaged(`the sparse postings file ${this.entry.file} is shorter than written`);
   }
 
   /** Every posting, per term (to merge or rewrite the segment). */

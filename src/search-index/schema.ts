@@ -24,7 +24,7 @@ import { contextOf } from './context.ts';
 import type { Sql, SqlQuery } from './sql.ts';
 
 /** Bumped when the tables change shape; an index made by a newer lexembed is refused, not misread. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Which vectors an index holds: it only answers queries embedded the same way. */
 export interface IndexSettings {
@@ -245,6 +245,9 @@ export async function upgradeIndex(sql: Sql, version: number, sparseOf: (texts: 
       await tx.query('drop index if exists lexembed_passages_terms');
       await tx.query('alter table lexembed_passages drop column sparse');
     }
+    // Format 4: an embedded index's sparse terms are found by its postings files (postings.ts), not
+    // a GIN index, which a lexembed of format 3 expects; its version refuses the index, as it should.
+    if (sql.engine === 'pglite') await dropSparseTermsIndex(tx);
     await tx.query('update lexembed_index set schema_version = $1', [SCHEMA_VERSION]);
   });
 }

@@ -167,6 +167,41 @@ describe('the sparse postings of an embedded index', () => {
     for (const { question, posted, exact } of await bothRankings(location)) expect(posted, question).toEqual(exact);
   }, 240_000);
 
+  it('a segment cut short under an open index: the next search checks them again and answers the same; postings that cannot be written: a clear error, and --dense-only still answers', async () => {
+    const location = join(dir, 'exact.index');
+    const folder = join(location, POSTINGS_FOLDER);
+    const hits = async (index: Awaited<ReturnType<typeof openIndex>>, mode: 'hybrid' | 'sparse' | 'dense') => (await index.search(QUESTIONS[0]!, { mode, top: 10 })).map((h) => `${h.file}#${h.chunk} ${h.score.toFixed(5)}`);
+    let index = await openIndex(location, { embedder, create: false });
+    try {
+      const before = await hits(index, 'sparse');
+      const segment = join(folder, readdirSync(folder).find((f) => f.startsWith('segment-'))!);
+      writeFileSync(segment, readFileSync(segment).subarray(0, 64));
+      expect(await hits(index, 'sparse')).toEqual(before);
+    } finally {
+      await index.close();
+    }
+    const want = { hybrid: [] as string[], dense: [] as string[] };
+    index = await openIndex(location, { embedder, create: false });
+    try {
+      want.hybrid = await hits(index, 'hybrid');
+      want.dense = await hits(index, 'dense');
+    } finally {
+      await index.close();
+    }
+    // A plain file where the postings' folder goes: nothing can be written there.
+    rmSync(folder, { recursive: true });
+    writeFileSync(folder, 'not a folder');
+    index = await openIndex(location, { embedder, create: false });
+    try {
+      expect(await hits(index, 'dense')).toEqual(want.dense);
+      await expect(index.search(QUESTIONS[0]!)).rejects.toThrow(/cannot write the sparse postings .* free space on that disk, or let this user write there, and search again .*--dense-only searches do without them/);
+      unlinkSync(folder);
+      expect(await hits(index, 'hybrid')).toEqual(want.hybrid);
+    } finally {
+      await index.close();
+    }
+  }, 240_000);
+
   it('a damaged, missing or foreign segment or manifest is read again from the database, and leftovers of a killed run removed', async () => {
     const location = join(dir, 'exact.index');
     const folder = join(location, POSTINGS_FOLDER);
