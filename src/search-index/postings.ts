@@ -34,7 +34,7 @@ const MANIFEST_FORMAT = 2;
 const SEGMENT_MAGIC = 'LXSPOST1';
 /**
  * A segment file: SEGMENT_MAGIC, then (u32) its passages, terms and postings; then the passages'
- * ids (u32 each), the terms in order (u32), where each term's postings start (u32, one more than
+ * ids (u32 each, ascending), their sparse vectors' CRC-32s, the terms in order (u32), where each term's postings start (u32, one more than
  * the terms), and the postings: per term, in passage id order, the id (u32) and weight (f32).
  */
 const SEGMENT_HEADER_BYTES = 20;
@@ -47,6 +47,8 @@ const SEGMENT_PASSAGES = 50_000;
 const COPY_RANGE = 20_000;
 /** A segment whose passages are more than this share gone (files removed or changed) is written again without them. */
 const GONE_SHARE = 0.25;
+/** The last passages read compared with the database's when the postings are opened (lastAreTheDatabases). */
+const SAMPLED = 32;
 /** Bytes read at a time to check a segment's checksum. */
 const READ_CHUNK = 1 << 20;
 
@@ -71,6 +73,8 @@ interface Manifest {
 /** A segment's postings as written or merged: per term (in order), its passages' ids and weights. */
 interface Inverted {
   readonly passages: Uint32Array;
+  /** Each passage's sparse vector's CRC-32 (its terms, then its values), to compare with the database's (lastAreTheDatabases). */
+  readonly hashes: Uint32Array;
   readonly terms: Uint32Array;
   readonly starts: Uint32Array;
   readonly ids: Uint32Array;
@@ -110,6 +114,7 @@ class Segment {
     readonly entry: SegmentEntry,
     private readonly fd: number,
     readonly passages: Uint32Array,
+    readonly hashes: Uint32Array,
     private readonly terms: Uint32Array,
     private readonly starts: Uint32Array,
     private readonly postingsAt: number,
@@ -142,12 +147,12 @@ class Segment {
       const terms = head.readUInt32LE(12);
       const postings = head.readUInt32LE(16);
       if (passages !== entry.passages || postings !== entry.postings) throw new Error('counts');
-      const directory = Buffer.alloc(4 * (passages + 2 * terms + 1));
+      const directory = Buffer.alloc(4 * (2 * passages + 2 * terms + 1));
       if (readSync(fd, directory, 0, directory.length, SEGMENT_HEADER_BYTES) !== directory.length) throw new Error('short');
       const words = new Uint32Array(directory.buffer, directory.byteOffset, directory.length >> 2);
       const postingsAt = SEGMENT_HEADER_BYTES + directory.length;
       if (postingsAt + 8 * postings !== entry.bytes) throw new Error('size');
-      return new Segment(entry, fd, words.subarray(0, passages), words.subarray(passages, passages + terms), words.subarray(passages + terms), postingsAt);
+      return new Segment(entry, fd, words.subarray(0, passages), words.subarray(passages, 2 * passages), words.subarray(2 * passages, 2 * passages + terms), words.subarray(2 * passages + terms), postingsAt);
     } catch {
       closeSync(fd);
       return null;
@@ -193,7 +198,7 @@ class Segment {
       ids[i] = pairs[2 * i]!;
       weights[i] = floats[2 * i + 1]!;
     }
-    return { passages: this.passages, terms: this.terms, starts: this.starts, ids, weights };
+    return { passages: this.passages, hashes: this.hashes, terms: this.terms, starts: this.starts, ids, weights };
   }
 
   /** Closes its file now (when the index is closed). */
@@ -246,7 +251,7 @@ export class SparsePostings {
     const write = (inverted: Inverted) => writeSegment(where, inverted);
     segments.push(...(await readAfter(sql, copy, from, vocabularySize)).map(write));
     segments = compacted(segments, table, write);
-    if (!holdsExactly(segments, table)) {
+    if (!holdsExactly(segments, table) || (from > 0 && !(await lastAreTheDatabases(copy, segments, from)))) {
       // Not the table's passages: read whole.
       segments = (await readAfter(sql, copy, 0, vocabularySize)).map(write);
       from = 0;
@@ -376,6 +381,34 @@ function growTo(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
   return grown;
 }
 
+/**
+ * Whether the last passages the segments were read up to (SAMPLED of them) have the database's
+ * sparse vectors: a database restored from a backup under newer postings has other passages under
+ * the same ids, which the ids alone do not tell.
+ */
+async function lastAreTheDatabases(copy: Copy, segments: readonly Segment[], last: number): Promise<boolean> {
+  const rows = parsedRows(await copy(`select id, sparse from lexembed_sparse where id <= ${last} order by id desc limit ${SAMPLED}`));
+  const hashes = hashesOf(rows);
+  return [...rows.ids].every((id, r) => {
+    for (const s of segments) {
+      const at = indexOf(s.passages, id);
+      if (at >= 0) return s.hashes[at] === hashes[r];
+    }
+    return false;
+  });
+}
+
+/** Where `value` is in the ascending `array`, or -1. */
+function indexOf(array: Uint32Array, value: number): number {
+  for (let lo = 0, hi = array.length - 1; lo <= hi; ) {
+    const mid = (lo + hi) >>> 1;
+    if (array[mid] === value) return mid;
+    if (array[mid]! < value) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
 /** Whether the segments hold every passage of the table once, and none other it has. */
 function holdsExactly(segments: readonly Segment[], table: SignBitsTable): boolean {
   const rows = table.rowsById();
@@ -443,7 +476,10 @@ function mergedInverted(a: Inverted, b: Inverted): Inverted {
   const passages = new Uint32Array(a.passages.length + b.passages.length);
   passages.set(a.passages);
   passages.set(b.passages, a.passages.length);
-  return { passages, terms: Uint32Array.from(terms), starts: Uint32Array.from(starts), ids, weights };
+  const hashes = new Uint32Array(passages.length);
+  hashes.set(a.hashes);
+  hashes.set(b.hashes, a.hashes.length);
+  return { passages, hashes, terms: Uint32Array.from(terms), starts: Uint32Array.from(starts), ids, weights };
 }
 
 /** The postings of the passages `keep` passes. */
@@ -465,7 +501,7 @@ function filtered(x: Inverted, keep: (id: number) => boolean): Inverted {
       starts.push(n);
     }
   }
-  return { passages: x.passages.filter(keep), terms: Uint32Array.from(terms), starts: Uint32Array.from(starts), ids: ids.slice(0, n), weights: weights.slice(0, n) };
+  return { passages: x.passages.filter(keep), hashes: x.hashes.filter((_, i) => keep(x.passages[i]!)), terms: Uint32Array.from(terms), starts: Uint32Array.from(starts), ids: ids.slice(0, n), weights: weights.slice(0, n) };
 }
 
 /**
@@ -580,12 +616,23 @@ function inverted(parts: readonly ParsedRows[], vocabularySize: number): Inverte
     }
   }
   const passages = new Uint32Array(parts.reduce((n, p) => n + p.ids.length, 0));
+  const hashes = new Uint32Array(passages.length);
   let r = 0;
   for (const part of parts) {
     passages.set(part.ids, r);
+    hashes.set(hashesOf(part), r);
     r += part.ids.length;
   }
-  return { passages, terms: Uint32Array.from(terms), starts: Uint32Array.from(starts), ids, weights };
+  return { passages, hashes, terms: Uint32Array.from(terms), starts: Uint32Array.from(starts), ids, weights };
+}
+
+/** Each row's sparse vector's CRC-32: its terms' bytes, then its values'. */
+function hashesOf(rows: ParsedRows): Uint32Array {
+  return Uint32Array.from(rows.ids, (_, r) => {
+    const [from, to] = [rows.offsets[r]!, rows.offsets[r + 1]!];
+    const terms = new Uint8Array(rows.terms.buffer, rows.terms.byteOffset + 4 * from, 4 * (to - from));
+    return crc32(new Uint8Array(rows.values.buffer, rows.values.byteOffset + 4 * from, 4 * (to - from)), crc32(terms));
+  });
 }
 
 /** Writes a segment file (then renamed into place) and opens it. */
@@ -595,11 +642,12 @@ function writeSegment(where: string, x: Inverted): Segment {
   head.writeUInt32LE(x.passages.length, 8);
   head.writeUInt32LE(x.terms.length, 12);
   head.writeUInt32LE(x.ids.length, 16);
-  const directory = Buffer.alloc(4 * (x.passages.length + x.terms.length + x.starts.length));
+  const directory = Buffer.alloc(4 * (2 * x.passages.length + x.terms.length + x.starts.length));
   const words = new Uint32Array(directory.buffer, directory.byteOffset, directory.length >> 2);
   words.set(x.passages);
-  words.set(x.terms, x.passages.length);
-  words.set(x.starts, x.passages.length + x.terms.length);
+  words.set(x.hashes, x.passages.length);
+  words.set(x.terms, 2 * x.passages.length);
+  words.set(x.starts, 2 * x.passages.length + x.terms.length);
   const name = `segment-${x.passages[0] ?? 0}-${x.passages[x.passages.length - 1] ?? 0}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const path = join(where, name);
   const partial = `${path}.partial`;

@@ -66,6 +66,9 @@ const RECORDS_AT_ONCE = 4096;
 
 const SELECT_ROWS = 'select id, file_id, bits from lexembed_passages';
 
+/** The last passages of a table read from its file compared with the database's (lastAreTheDatabases). */
+const SAMPLED = 32;
+
 /** Passage ids read by one COPY (rowsAfter). */
 const COPY_RANGE = 100_000;
 
@@ -227,12 +230,29 @@ export class SignBitsTable {
    */
   static async open(sql: SqlQuery, copy: Copy, width: number, file: string, held?: SignBitsTable): Promise<SignBitsTable> {
     const stamp = await passagesStamp(sql);
-    const found = held?.stamp.database === stamp.database ? held : await SignBitsTable.read(file, width, stamp.database).catch(() => null);
+    let found = held?.stamp.database === stamp.database ? held : await SignBitsTable.read(file, width, stamp.database).catch(() => null);
+    if (found && found !== held && !(await found.lastAreTheDatabases(sql))) found = null;
     if (found && sameStamp(found.stamp, stamp)) return found;
     const table = found ? await found.refreshed(sql, copy, stamp) : await SignBitsTable.load(sql, copy, width);
     table.stamp = stamp;
     table.save(file);
     return table;
+  }
+
+  /**
+   * Whether the table's last passages (SAMPLED of those up to its last id) have the database's bits:
+   * a database restored from a backup under a newer file has other passages under the same ids
+   * (and, with the files written since, the same count), which the stamp alone does not tell.
+   */
+  private async lastAreTheDatabases(sql: SqlQuery): Promise<boolean> {
+    const rows = await sql.query<{ id: string; b: string }>(`select id::text as id, encode(varbit_send(bits), 'base64') as b from lexembed_passages where id <= $1 order by id desc limit ${SAMPLED}`, [this.stamp.last]);
+    const byId = this.rowsById();
+    const { heap, base, stride } = this.arrays;
+    const bytes = Math.ceil(this.width / 8);
+    return rows.every((r) => {
+      const row = Number(r.id) < byId.length ? byId[Number(r.id)]! : -1;
+      return row >= 0 && Buffer.from(r.b, 'base64').subarray(4).equals(heap.subarray(base + row * stride, base + row * stride + bytes));
+    });
   }
 
   /** This table brought up to `now`: the passages of files no longer in the index dropped, those written after its last read; read whole if that does not give the stamp's passages. */
