@@ -11,10 +11,10 @@
 // the manifest's last id make a new segment (ids only grow); those of files gone are dropped at
 // search time by the sign bits' table (which holds exactly the passages the index has) and from a
 // segment when it is rewritten; small segments at the end are merged, so there are few.
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { SignBitsTable } from './sign-bits.ts';
+import { type SignBitsTable, writeAll } from './sign-bits.ts';
 import type { SqlQuery } from './sql.ts';
 
 /** The folder, in an index folder, of the sparse postings' segments and their manifest. */
@@ -657,7 +657,7 @@ function writeSegment(where: string, x: Inverted): Segment {
   try {
     const put = (data: Uint8Array) => {
       checksum = crc32(data, checksum);
-      for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done, at + done);
+      writeAll(fd, data, at);
       at += data.length;
     };
     put(head);
@@ -697,6 +697,3 @@ function writeManifest(where: string, manifest: Manifest): void {
   writeFileSync(`${path}.partial`, JSON.stringify(manifest));
   renameSync(`${path}.partial`, path);
 }
-
-/** Whether a folder index has postings files (for tests and stats). */
-export const hasPostings = (folder: string): boolean => existsSync(join(folder, POSTINGS_FOLDER, MANIFEST));

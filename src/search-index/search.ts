@@ -142,10 +142,13 @@ export async function searchPassages(
     const scoped = layout.contexts && mode !== 'dense' && !options.document && options.documentContext !== false;
     const finding = layout.contextTerms ? terms.selective : null;
     const named = scoped ? await namedFiles(tx, weighted, query.sparse, finding, fileClause(options, finding ? 2 : 1)) : [];
-    // The graph's query takes the filter's parameters after the query's bits; the scan's, alone.
-    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, fileFilter(options, signBits ? 0 : 1), { named, rest: query.rest }, signBits);
+    // The files a filter leaves, read once for the lists held in memory (the scan, the postings).
+    let allowed: Promise<Allowed> | undefined;
+    const allowedFiles = () => (allowed ??= filesAllowed(tx, fileFilter(options, 0)));
+    // The graph's query takes the filter's parameters after the query's bits.
+    const dense = mode === 'sparse' ? null : await denseList(tx, query.dense, length, counts.passages, { named, rest: query.rest }, signBits ? { table: signBits, allowed: allowedFiles } : fileFilter(options, 1));
     const sparseQuery = { query: query.sparse, weighted, idf, vocabularySize, finders: terms.finders, selective: terms.selective, named, table: layout.sparseTable };
-    const sparse = mode === 'dense' ? null : postings ? await postedList(tx, postings, sparseQuery, length, fileFilter(options, 0)) : await sparseList(tx, sparseQuery, length, fileFilter(options, 2));
+    const sparse = mode === 'dense' ? null : postings ? await postedList(tx, postings, sparseQuery, length, await allowedFiles()) : await sparseList(tx, sparseQuery, length, fileFilter(options, 2));
     const lists = [dense, sparse].filter((l): l is Scored[] => l !== null);
     const fused = lists.length === 1 ? lists[0]! : fuseByDistribution(lists);
     const page = fused.slice(offset, offset + top);
@@ -169,7 +172,7 @@ export async function searchPassages(
 export type RestOfQuery = (terms: ReadonlySet<number>) => Promise<Float32Array | null>;
 
 /** BM25's idf of a term from the corpus counts; 0 for a term no passage holds (left out of the vector). */
-function idfOf({ passages, df }: CorpusCounts): (term: number) => number {
+export function idfOf({ passages, df }: CorpusCounts): (term: number) => number {
   return (term) => {
     const n = df.get(term) ?? 0;
     return n === 0 ? 0 : Math.log(1 + (passages - n + 0.5) / (n + 0.5));
@@ -255,8 +258,16 @@ export function globToRegex(glob: string): string {
   return `^${out}$`;
 }
 
-async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages: number, filter: Filter, scope: { named: readonly NamedFile[]; rest?: RestOfQuery }, table?: SignBitsTable): Promise<Scored[]> {
-  const rescored = table ? await scannedShortlist(tx, table, q, length * SCANNED_SHORTLIST_FACTOR, filter) : await graphShortlist(tx, q, length * BINARY_SHORTLIST_FACTOR, passages, filter);
+/**
+ * The dense top `length`: a shortlist by sign bits, from the embedded index's scan in memory (`from`
+ * the table and the files its filter leaves) or a server's graph (`from` the filter's SQL), rescored
+ * with the int8 vectors.
+ */
+async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages: number, scope: { named: readonly NamedFile[]; rest?: RestOfQuery }, from: { table: SignBitsTable; allowed: () => Promise<Allowed> } | Filter): Promise<Scored[]> {
+  const rescored =
+    'table' in from
+      ? from.table.nearest(q, length * SCANNED_SHORTLIST_FACTOR, await from.allowed()).map((p) => ({ id: p.id, s: p.sign }))
+      : await graphShortlist(tx, q, length * BINARY_SHORTLIST_FACTOR, passages, from);
   rescored.splice(length * RESCORED_FACTOR);
   const scored = new Map<string, number>();
   if (rescored.length) {
@@ -268,13 +279,11 @@ async function denseList(tx: SqlQuery, q: Float32Array, length: number, passages
   return [...scored].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score).slice(0, length);
 }
 
-/** The embedded index's shortlist: the exact scan of every passage's sign bits in memory (sign-bits.ts), the file filters as the files they leave. */
-async function scannedShortlist(tx: SqlQuery, table: SignBitsTable, q: Float32Array, shortlist: number, filter: Filter): Promise<{ id: string; s: number }[]> {
-  return table.nearest(q, shortlist, await allowedFiles(tx, filter)).map((p) => ({ id: p.id, s: p.sign }));
-}
+/** The files a filter leaves, as a test of a file id (undefined without filters). */
+type Allowed = ((file: number) => boolean) | undefined;
 
-/** The files the filters leave, as a test of a file id (undefined without filters); their parameters numbered from $1. */
-async function allowedFiles(tx: SqlQuery, filter: Filter): Promise<((file: number) => boolean) | undefined> {
+/** The files the filters leave (their parameters numbered from $1). */
+async function filesAllowed(tx: SqlQuery, filter: Filter): Promise<Allowed> {
   if (!filter.where) return undefined;
   const files = new Set((await tx.query<{ id: number }>(`select f.id from lexembed_files f ${filter.where}`, filter.params)).map((r) => r.id));
   return (file) => files.has(file);
@@ -422,12 +431,12 @@ async function namedFileList(tx: SqlQuery, s: SparseQuery, file: NamedFile, leng
 /**
  * The embedded index's sparse top `length`, from the postings files (postings.ts): every passage
  * holding one of the query's selective terms scored by those terms, then the best
- * COMMON_TERMS_RESCORED of them given the rest of their score (the terms held by more passages)
+ * COMMON_TERMS_RESCORED_FACTOR per passage listed given the rest of their score (the terms held by more passages)
  * from their sparse vectors in the database. A query of selective terms only (every term of a small
  * index is) gets exactly pgvector's ranking of every passage. A named document's passages scored as
  * sparseList scores them.
  */
-async function postedList(tx: SqlQuery, postings: SparsePostings, s: SparseQuery, length: number, filter: Filter): Promise<Scored[]> {
+async function postedList(tx: SqlQuery, postings: SparsePostings, s: SparseQuery, length: number, allowed: Allowed): Promise<Scored[]> {
   const selective = new Set(s.selective);
   const posted: { terms: number[]; weights: number[] } = { terms: [], weights: [] };
   const order = [...s.query.indices.keys()].sort((a, b) => s.query.indices[a]! - s.query.indices[b]!);
@@ -443,7 +452,6 @@ async function postedList(tx: SqlQuery, postings: SparsePostings, s: SparseQuery
     }
   }
   if (!posted.terms.length) return [];
-  const allowed = await allowedFiles(tx, filter);
   const named = new Set(s.named.map((n) => n.id));
   const scored = postings.top(posted, common ? length * COMMON_TERMS_RESCORED_FACTOR : length, named.size ? (file) => !named.has(file) && (!allowed || allowed(file)) : allowed);
   if (common && scored.length) {

@@ -53,7 +53,7 @@ const sameStamp = (a: Stamp, b: Stamp) => a.database === b.database && a.passage
 const FILE_MAGIC = 'LXSBITS5';
 /**
  * The file's header: FILE_MAGIC, the width and count (u32), the passages and last id (f64), the
- * database (32 bytes of text), the records' checksum (u32, recordsChecksum) and 4 bytes unused;
+ * database (32 bytes of text), the records' CRC-32 (u32; appended records continue it; format 4's sum of words by place missed a flipped high bit in every word) and 4 bytes unused;
  * then a record per passage: its id (f64), file (i32), 4 bytes unused and its bits (stride bytes).
  * A run that only added passages appends their records and then writes the header: a run killed
  * between the two leaves the file as it was, its count unchanged. A file whose records do not
@@ -72,16 +72,8 @@ const SAMPLED = 32;
 /** Passage ids read by one COPY (rowsAfter). */
 const COPY_RANGE = 100_000;
 
-/**
- * The CRC-32 of records, continued from `sum`, that of the records before them (appended records
- * continue it). A sum of words by place (the file's format 4) missed a flipped high bit in every word.
- */
-function recordsChecksum(records: Uint8Array, sum: number): number {
-  return crc32(records, sum);
-}
-
 /** Writes all of `data` at `position`. */
-function writeAll(fd: number, data: Uint8Array, position: number): void {
+export function writeAll(fd: number, data: Uint8Array, position: number): void {
   for (let at = 0; at < data.length; ) at += writeSync(fd, data, at, data.length - at, position + at);
 }
 
@@ -294,7 +286,7 @@ export class SignBitsTable {
       for (let first = 0; first < table.count; first += RECORDS_AT_ONCE) {
         const n = Math.min(RECORDS_AT_ONCE, table.count - first);
         if (readSync(fd, records, 0, n * size, HEADER_BYTES + first * size) !== n * size) return null;
-        checksum = recordsChecksum(records.subarray(0, n * size), checksum);
+        checksum = crc32(records.subarray(0, n * size), checksum);
         for (let i = 0; i < n; i++) {
           ids[first + i] = records.readDoubleLE(i * size);
           files[first + i] = records.readInt32LE(i * size + 8);
@@ -391,7 +383,7 @@ export class SignBitsTable {
         records.writeInt32LE(files[first + i]!, i * size + 8);
         records.set(heap.subarray(base + (first + i) * stride, base + (first + i + 1) * stride), i * size + 16);
       }
-      sum = recordsChecksum(records.subarray(0, n * size), sum);
+      sum = crc32(records.subarray(0, n * size), sum);
       writeAll(fd, records.subarray(0, n * size), HEADER_BYTES + first * size);
     }
     return sum;

@@ -8,11 +8,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Embedder } from '../../src/embedder/types.ts';
 import { loadModelFolder, STATIC_MODEL_DIR } from '../../src/node/runtime/load-model.ts';
-import { openIndex } from '../../src/search-index/index.ts';
+import { openIndex, type SearchIndex } from '../../src/search-index/index.ts';
 import { openLocation } from '../../src/search-index/location.ts';
 import { indexModelOf, sparsevecLiteral } from '../../src/search-index/model.ts';
 import { openPostings, POSTINGS_FOLDER } from '../../src/search-index/postings.ts';
 import { SignBitsTable, signBitsOfIndex } from '../../src/search-index/sign-bits.ts';
+import { idfOf } from '../../src/search-index/search.ts';
 import { corpusCounts } from '../../src/search-index/store.ts';
 
 const SUBJECTS = ['rent', 'steel beams', 'secret recipe', 'loan instalments', 'software licence', 'water damage', 'elephant feed', 'copper wire', 'roof repairs', 'grain harvest', 'ship charter', 'patent royalties'];
@@ -46,6 +47,16 @@ describe('the sparse postings of an embedded index', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Opens the index at `location` (made where `create`), runs `work` on it and closes it. */
+  async function withIndex<T>(location: string, work: (index: SearchIndex) => Promise<T>, create = true): Promise<T> {
+    const index = await openIndex(location, { embedder, create });
+    try {
+      return await work(index);
+    } finally {
+      await index.close();
+    }
+  }
+
   /** The postings' top 100 and pgvector's exact ranking over every passage, for each question (within the files `only` names). */
   async function bothRankings(location: string, only?: RegExp) {
     const model = indexModelOf(embedder);
@@ -59,10 +70,7 @@ describe('the sparse postings of an embedded index', () => {
       for (const question of QUESTIONS) {
         const { sparse } = await model.embedQuery(question);
         const counts = await corpusCounts(sql, sparse.indices);
-        const idf = (t: number) => {
-          const n = counts.df.get(t) ?? 0;
-          return n ? Math.log(1 + (counts.passages - n + 0.5) / (n + 0.5)) : 0;
-        };
+        const idf = idfOf(counts);
         const order = [...sparse.indices.keys()].sort((a, b) => sparse.indices[a]! - sparse.indices[b]!).filter((i) => sparse.values[i]! * idf(sparse.indices[i]!) > 0);
         const posted = postings.top({ terms: order.map((i) => sparse.indices[i]!), weights: order.map((i) => sparse.values[i]! * idf(sparse.indices[i]!)) }, 100, allowed);
         const exact = await sql.query<{ id: string; d: number; path: string }>(
@@ -80,9 +88,7 @@ describe('the sparse postings of an embedded index', () => {
 
   it('give exactly pgvector\'s dot products over every passage, best first, within a file filter', async () => {
     const location = join(dir, 'exact.index');
-    const index = await openIndex(location, { embedder });
-    await index.update([join(dir, 'docs')]);
-    await index.close();
+    await withIndex(location, (index) => index.update([join(dir, 'docs')]));
     for (const only of [undefined, /contract-1\d/]) {
       for (const { question, posted, exact } of await bothRankings(location, only)) {
         expect(exact.length, question).toBeGreaterThan(5);
@@ -105,15 +111,13 @@ describe('the sparse postings of an embedded index', () => {
     mkdirSync(docs);
     for (let n = 0; n < 640; n++) writeFileSync(join(docs, `m-${String(n).padStart(3, '0')}.txt`), clauses(n).split('\n\n')[n % 3]!);
     const location = join(dir, 'many.index');
-    const index = await openIndex(location, { embedder });
     const questions = QUESTIONS.map((q) => `the tenant shall ${q}`);
-    const found: string[][] = [];
-    try {
+    const found = await withIndex(location, async (index) => {
       await index.update([docs]);
-      for (const question of questions) found.push((await index.search(question, { mode: 'sparse', top: 10, documentContext: false })).map((h) => `${h.passageId} ${h.score.toFixed(4)}`));
-    } finally {
-      await index.close();
-    }
+      const lists: string[][] = [];
+      for (const question of questions) lists.push((await index.search(question, { mode: 'sparse', top: 10, documentContext: false })).map((h) => `${h.passageId} ${h.score.toFixed(4)}`));
+      return lists;
+    });
     const model = indexModelOf(embedder);
     const sql = await openLocation(location, { create: false });
     try {
@@ -122,10 +126,7 @@ describe('the sparse postings of an embedded index', () => {
         const { sparse } = await model.embedQuery(question);
         const counts = await corpusCounts(sql, sparse.indices);
         common += sparse.indices.filter((t) => (counts.df.get(t) ?? 0) > 500).length;
-        const idf = (t: number) => {
-          const n = counts.df.get(t) ?? 0;
-          return n ? Math.log(1 + (counts.passages - n + 0.5) / (n + 0.5)) : 0;
-        };
+        const idf = idfOf(counts);
         const exact = await sql.query<{ id: string; d: number }>('select id::text as id, sparse <#> $1::sparsevec as d from lexembed_sparse order by d, id limit 10', [sparsevecLiteral(sparse, model.settings.vocabularySize, idf)]);
         expect(found[i], question).toEqual(exact.map((r) => `${r.id} ${(-r.d).toFixed(4)}`));
       }
@@ -170,36 +171,31 @@ describe('the sparse postings of an embedded index', () => {
   it('a segment cut short under an open index: the next search checks them again and answers the same; postings that cannot be written: a clear error, and --dense-only still answers', async () => {
     const location = join(dir, 'exact.index');
     const folder = join(location, POSTINGS_FOLDER);
-    const hits = async (index: Awaited<ReturnType<typeof openIndex>>, mode: 'hybrid' | 'sparse' | 'dense') => (await index.search(QUESTIONS[0]!, { mode, top: 10 })).map((h) => `${h.file}#${h.chunk} ${h.score.toFixed(5)}`);
-    let index = await openIndex(location, { embedder, create: false });
-    try {
-      const before = await hits(index, 'sparse');
-      const segment = join(folder, readdirSync(folder).find((f) => f.startsWith('segment-'))!);
-      writeFileSync(segment, readFileSync(segment).subarray(0, 64));
-      expect(await hits(index, 'sparse')).toEqual(before);
-    } finally {
-      await index.close();
-    }
-    const want = { hybrid: [] as string[], dense: [] as string[] };
-    index = await openIndex(location, { embedder, create: false });
-    try {
-      want.hybrid = await hits(index, 'hybrid');
-      want.dense = await hits(index, 'dense');
-    } finally {
-      await index.close();
-    }
+    const hits = async (index: SearchIndex, mode: 'hybrid' | 'sparse' | 'dense') => (await index.search(QUESTIONS[0]!, { mode, top: 10 })).map((h) => `${h.file}#${h.chunk} ${h.score.toFixed(5)}`);
+    await withIndex(
+      location,
+      async (index) => {
+        const before = await hits(index, 'sparse');
+        const segment = join(folder, readdirSync(folder).find((f) => f.startsWith('segment-'))!);
+        writeFileSync(segment, readFileSync(segment).subarray(0, 64));
+        expect(await hits(index, 'sparse')).toEqual(before);
+      },
+      false,
+    );
+    const want = await withIndex(location, async (index) => ({ hybrid: await hits(index, 'hybrid'), dense: await hits(index, 'dense') }), false);
     // A plain file where the postings' folder goes: nothing can be written there.
     rmSync(folder, { recursive: true });
     writeFileSync(folder, 'not a folder');
-    index = await openIndex(location, { embedder, create: false });
-    try {
-      expect(await hits(index, 'dense')).toEqual(want.dense);
-      await expect(index.search(QUESTIONS[0]!)).rejects.toThrow(/cannot write the sparse postings .* free space on that disk, or let this user write there, and search again .*--dense-only searches do without them/);
-      unlinkSync(folder);
-      expect(await hits(index, 'hybrid')).toEqual(want.hybrid);
-    } finally {
-      await index.close();
-    }
+    await withIndex(
+      location,
+      async (index) => {
+        expect(await hits(index, 'dense')).toEqual(want.dense);
+        await expect(index.search(QUESTIONS[0]!)).rejects.toThrow(/cannot write the sparse postings .* free space on that disk, or let this user write there, and search again .*--dense-only searches do without them/);
+        unlinkSync(folder);
+        expect(await hits(index, 'hybrid')).toEqual(want.hybrid);
+      },
+      false,
+    );
   }, 240_000);
 
   it('a database restored from a backup under newer sign bits and postings: they are not taken for its passages', async () => {
@@ -207,14 +203,7 @@ describe('the sparse postings of an embedded index', () => {
     mkdirSync(docs);
     for (let n = 0; n < 6; n++) writeFileSync(join(docs, `r-${n}.txt`), clauses(n));
     const location = join(dir, 'restored.index');
-    const run = async () => {
-      const index = await openIndex(location, { embedder });
-      try {
-        return await index.update([docs]);
-      } finally {
-        await index.close();
-      }
-    };
+    const run = () => withIndex(location, (index) => index.update([docs]));
     await run();
     cpSync(join(location, 'pgdata'), join(dir, 'pgdata-backup'), { recursive: true });
     writeFileSync(join(docs, 'zoo.txt'), 'The zookeeper shall feed the giraffes fresh acacia leaves every morning.');
@@ -226,16 +215,17 @@ describe('the sparse postings of an embedded index', () => {
     unlinkSync(join(docs, 'zoo.txt'));
     writeFileSync(join(docs, 'ferry.txt'), 'The ferryman shall carry the sheep across the river before the flood.');
     expect((await run()).added).toEqual(['ferry.txt']);
-    const index = await openIndex(location, { embedder, create: false });
-    try {
-      for (const mode of ['hybrid', 'dense', 'sparse'] as const) {
-        expect((await index.search('the ferryman carries sheep across the river', { mode, top: 1 }))[0]?.file, mode).toBe('ferry.txt');
-        const fed = await index.search('who feeds the giraffes acacia leaves', { mode, top: 3 });
-        expect(fed.map((h) => h.text).join(' '), mode).not.toContain('giraffes');
-      }
-    } finally {
-      await index.close();
-    }
+    await withIndex(
+      location,
+      async (index) => {
+        for (const mode of ['hybrid', 'dense', 'sparse'] as const) {
+          expect((await index.search('the ferryman carries sheep across the river', { mode, top: 1 }))[0]?.file, mode).toBe('ferry.txt');
+          const fed = await index.search('who feeds the giraffes acacia leaves', { mode, top: 3 });
+          expect(fed.map((h) => h.text).join(' '), mode).not.toContain('giraffes');
+        }
+      },
+      false,
+    );
     // The sign bits as the run left them in their file are the database's (all are rescored in an
     // index this small, so the hits alone would not show stale bits).
     const sql = await openLocation(location, { create: false });
@@ -264,10 +254,10 @@ describe('the sparse postings of an embedded index', () => {
     const everyPosting = (offset: number) => (postingsAt: number, postings: number) => Array.from({ length: postings }, (_, k) => postingsAt + 8 * k + offset);
     // Another index's postings (another database with its own passages).
     const other = join(dir, 'other.index');
-    const index = await openIndex(other, { embedder });
-    await index.update([join(dir, 'growing')]);
-    await index.search('water damage');
-    await index.close();
+    await withIndex(other, async (index) => {
+      await index.update([join(dir, 'growing')]);
+      await index.search('water damage');
+    });
     const damages: [string, () => void][] = [
       ['the weights changed', () => flip(segment(), everyPosting(7))],
       ['every weight\'s sign flipped', () => flip(segment(), everyPosting(7), 0x80)],
